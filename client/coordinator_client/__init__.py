@@ -1,0 +1,1 @@
+"""Client, wire models and Paimon format code for the Paimon Commit Coordinator."""

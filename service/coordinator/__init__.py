@@ -1,0 +1,1 @@
+"""Paimon Commit Coordinator service."""
