@@ -1,0 +1,270 @@
+"""Wire models of the coordinator's API v1: the contract between the service and its clients.
+
+JSON keys are camelCase like Paimon's own JSON. Requests forbid unknown keys so a typo is a 422 that names
+the key, not a silently ignored option. Partition values and keys travel as JSON values typed by the table
+schema; the service turns them into canonical BinaryRow bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic.alias_generators import to_camel
+
+INT64_MAX = 2**63 - 1
+INT32_MAX = 2**31 - 1
+BATCH_IDENTIFIER = INT64_MAX
+"""commitIdentifier of a batch commit (Paimon's Long.MAX_VALUE)."""
+
+NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_\-]{0,127}$"
+FILE_NAME_PATTERN = r"^[A-Za-z0-9_\-][A-Za-z0-9_\-.]{0,254}$"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+class _Request(_Model):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid")
+
+
+# ---------------------------------------------------------------- tables
+
+
+class FieldSpec(_Request):
+    name: str = Field(pattern=NAME_PATTERN)
+    type: str = Field(min_length=1, max_length=200, description="Paimon type string, e.g. DECIMAL(10, 2)")
+    description: str | None = None
+
+
+class CreateTableRequest(_Request):
+    """Create a table, or register an existing Paimon table when `location` is given instead of fields."""
+
+    database: str = Field(pattern=NAME_PATTERN)
+    name: str = Field(pattern=NAME_PATTERN)
+    fields: list[FieldSpec] | None = None
+    partition_keys: list[str] = Field(default_factory=list)
+    primary_keys: list[str] = Field(default_factory=list)
+    options: dict[str, str] = Field(default_factory=dict)
+    comment: str | None = None
+    location: str | None = None
+
+
+class SchemaFieldModel(_Model):
+    id: int
+    name: str
+    type: str
+    description: str | None = None
+
+
+class SchemaModel(_Model):
+    id: int
+    fields: list[SchemaFieldModel]
+    partition_keys: list[str]
+    primary_keys: list[str]
+    options: dict[str, str]
+    comment: str | None = None
+
+
+class TableResponse(_Model):
+    id: str
+    database: str
+    name: str
+    uuid: str
+    location: str
+    schema_: SchemaModel = Field(alias="schema")
+    latest_snapshot_id: int | None = None
+
+
+class TableListResponse(_Model):
+    tables: list[TableResponse]
+
+
+# ---------------------------------------------------------------- commits
+
+
+class KeyStatsModel(_Request):
+    """Min/max/null counts over the trimmed primary key fields of one data file."""
+
+    min_values: list[JsonValue]
+    max_values: list[JsonValue]
+    null_counts: list[int | None]
+
+
+class DataFileModel(_Request):
+    """One data file (Paimon's DataFileMeta) as the writer describes it."""
+
+    file_name: str = Field(pattern=FILE_NAME_PATTERN)
+    file_size: int = Field(ge=0)
+    row_count: int = Field(ge=0)
+    min_key: list[JsonValue] = Field(default_factory=list)
+    max_key: list[JsonValue] = Field(default_factory=list)
+    key_stats: KeyStatsModel | None = None
+    min_sequence_number: int = Field(default=0, ge=0, le=INT64_MAX)
+    max_sequence_number: int = Field(default=0, ge=0, le=INT64_MAX)
+    level: int = Field(default=0, ge=0, le=1000)
+    schema_id: int = Field(default=0, ge=0)
+    delete_row_count: int = Field(default=0, ge=0)
+    extra_files: list[str] = Field(default_factory=list)
+    creation_time: int | None = Field(default=None, description="local wall-clock millis, as Paimon stores it")
+    file_source: Literal[0, 1] | None = None
+
+
+class CommitMessageModel(_Request):
+    """The changes of one (partition, bucket): Paimon's CommitMessage."""
+
+    partition: dict[str, JsonValue] = Field(default_factory=dict)
+    bucket: int = Field(ge=0, le=INT32_MAX)
+    total_buckets: int | None = Field(default=None, ge=-1, le=INT32_MAX)
+    new_files: list[DataFileModel] = Field(default_factory=list)
+    deleted_files: list[DataFileModel] = Field(default_factory=list)
+    changelog_files: list[DataFileModel] = Field(default_factory=list)
+    compact_before: list[DataFileModel] = Field(default_factory=list)
+    compact_after: list[DataFileModel] = Field(default_factory=list)
+    compact_changelog_files: list[DataFileModel] = Field(default_factory=list)
+
+
+class OverwriteSpec(_Request):
+    """dynamic: the partitions of the new files; static: one partition; table: the whole table."""
+
+    mode: Literal["dynamic", "static", "table"]
+    partition: dict[str, JsonValue] | None = None
+
+
+class CommitRequest(_Request):
+    """A ManifestCommittable: the unit the coordinator commits atomically (at most two snapshots)."""
+
+    commit_user: str = Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")
+    identifier: int = Field(default=BATCH_IDENTIFIER, ge=-(2**63), le=INT64_MAX)
+    watermark: int | None = Field(default=None, ge=-(2**63), le=INT64_MAX)
+    properties: dict[str, str] = Field(default_factory=dict)
+    overwrite: OverwriteSpec | None = None
+    base_snapshot_id: int | None = Field(
+        default=None, ge=0, description="strict mode: reject if the table moved past this snapshot"
+    )
+    messages: list[CommitMessageModel] = Field(default_factory=list)
+
+
+class SnapshotRef(_Model):
+    id: int
+    commit_kind: str
+
+
+class CommitResponse(_Model):
+    snapshots: list[SnapshotRef]
+    deduplicated: bool = False
+    timings: dict[str, float] = Field(default_factory=dict, description="milliseconds per phase")
+
+
+class WinningSnapshot(_Model):
+    id: int
+    commit_user: str
+    commit_kind: str
+
+
+class ConflictModel(_Model):
+    type: str
+    message: str
+    partition: dict[str, JsonValue] | None = None
+    bucket: int | None = None
+    files: list[str] = Field(default_factory=list)
+    winning_snapshot: WinningSnapshot | None = None
+    retryable: bool = False
+
+
+class ErrorResponse(_Model):
+    """Every 4xx/5xx body: a stable code, a message, the offending field and, on 409, the conflict."""
+
+    code: str
+    message: str
+    field: str | None = None
+    conflict: ConflictModel | None = None
+
+
+CommitStatus = Literal["committed", "rejected", "unknown"]
+
+
+class CommitOutcomeResponse(_Model):
+    """What became of one commitUser + identifier; `unknown` means the service never received it."""
+
+    commit_user: str
+    identifier: int
+    status: CommitStatus
+    snapshots: list[SnapshotRef] = Field(default_factory=list)
+    conflict: ConflictModel | None = None
+
+
+class CommitRecordModel(_Model):
+    id: int
+    commit_user: str
+    identifier: int
+    outcome: Literal["committed", "rejected"]
+    snapshots: list[SnapshotRef]
+    timings: dict[str, float]
+    conflict: ConflictModel | None = None
+    created_at: float = Field(description="epoch seconds")
+
+
+class CommitHistoryResponse(_Model):
+    commits: list[CommitRecordModel]
+
+
+# ---------------------------------------------------------------- reads
+
+
+class SnapshotModel(_Model):
+    id: int
+    schema_id: int
+    commit_user: str
+    commit_identifier: int
+    commit_kind: str
+    time_millis: int
+    total_record_count: int
+    delta_record_count: int
+    base_manifest_list: str
+    delta_manifest_list: str
+    watermark: int | None = None
+
+
+class SnapshotListResponse(_Model):
+    snapshots: list[SnapshotModel]
+
+
+class LiveFileModel(_Model):
+    partition: dict[str, JsonValue]
+    bucket: int
+    total_buckets: int
+    path: str
+    file_name: str
+    file_size: int
+    row_count: int
+    level: int
+    min_key: list[JsonValue]
+    max_key: list[JsonValue]
+    min_sequence_number: int
+    max_sequence_number: int
+    delete_row_count: int | None = None
+
+
+class FileListResponse(_Model):
+    snapshot_id: int | None
+    files: list[LiveFileModel]
+
+
+class LockModel(_Model):
+    lock_id: str
+    owner: str
+    epoch: int
+    acquired_at: float = Field(description="epoch seconds, database clock")
+    expires_at: float = Field(description="epoch seconds, database clock")
+
+
+class LockListResponse(_Model):
+    locks: list[LockModel]
+
+
+class HealthResponse(_Model):
+    status: Literal["ok"]
+    database: str
+    warehouse: str

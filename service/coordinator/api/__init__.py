@@ -1,0 +1,1 @@
+"""HTTP layer: FastAPI routers that parse, call one use case and render."""

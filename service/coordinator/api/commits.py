@@ -1,0 +1,51 @@
+"""POST/GET /tables/{id}/commits and the outcome of one commit."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from coordinator_client.models import (
+    CommitHistoryResponse,
+    CommitOutcomeResponse,
+    CommitRequest,
+    CommitResponse,
+)
+from fastapi import APIRouter, Header, Query, Response, status
+
+from coordinator.api.deps import ServicesDep
+from coordinator.api.errors import COMMIT_ERRORS, TABLE_ERRORS
+
+router = APIRouter(prefix="/tables/{table_id}/commits", tags=["commits"])
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    responses={**COMMIT_ERRORS, 200: {"model": CommitResponse, "description": "already committed"}},
+)
+def commit(
+    table_id: str,
+    body: CommitRequest,
+    services: ServicesDep,
+    response: Response,
+    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+) -> CommitResponse:
+    """Commit a ManifestCommittable; 201 with the new snapshots, 200 with the recorded ones for a resend."""
+    result = services.committer.commit(table_id, body, idempotency_key=idempotency_key)
+    if result.deduplicated:
+        response.status_code = status.HTTP_200_OK
+    return result
+
+
+@router.get("", responses=TABLE_ERRORS)
+def history(
+    table_id: str, services: ServicesDep, limit: Annotated[int, Query(ge=1, le=1000)] = 100
+) -> CommitHistoryResponse:
+    """Newest first: who, outcome, snapshot ids, phase timings (ms) and conflict reason."""
+    return CommitHistoryResponse(commits=services.reads.commits(table_id, limit=limit))
+
+
+@router.get("/{commit_user}/{identifier}", responses=TABLE_ERRORS)
+def outcome(table_id: str, commit_user: str, identifier: int, services: ServicesDep) -> CommitOutcomeResponse:
+    """committed, rejected, or unknown (the service never received it): how a client resolves a timeout."""
+    return services.reads.outcome(table_id, commit_user, identifier)

@@ -1,0 +1,63 @@
+"""One handler renders every CoordinatorError; request validation errors get the same shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator_client.models import ErrorResponse
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from coordinator.errors import (
+    CommitConflict,
+    CoordinatorError,
+    InvalidRequest,
+    LockUnavailable,
+    PayloadTooLarge,
+    SnapshotNotFound,
+    TableAlreadyExists,
+    TableNotFound,
+)
+
+
+def _render(error: ErrorResponse, status: int, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(error.model_dump(mode="json", by_alias=True, exclude_none=True), status, headers)
+
+
+async def coordinator_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, CoordinatorError)
+    headers = {"Retry-After": str(exc.retry_after_seconds)} if isinstance(exc, LockUnavailable) else None
+    return _render(exc.to_response(), exc.status_code, headers)
+
+
+async def validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    first = exc.errors()[0]
+    location = [str(p) for p in first["loc"] if p not in ("body", "query", "path")]
+    field = _dotted(location)
+    message = f"{field}: {first['msg']}" if field else str(first["msg"])
+    return _render(ErrorResponse(code="INVALID_REQUEST", message=message, field=field or None), 422)
+
+
+def _dotted(parts: list[str]) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if part.isdigit() else (f".{part}" if out else part)
+    return out
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(CoordinatorError, coordinator_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+
+
+def responses(*errors: type[CoordinatorError]) -> dict[int | str, dict[str, Any]]:
+    """The `responses=` a route declares for the errors it can raise."""
+    return {e.status_code: {"model": ErrorResponse, "description": e.__name__} for e in errors}
+
+
+TABLE_ERRORS = responses(TableNotFound)
+COMMIT_ERRORS = responses(TableNotFound, InvalidRequest, CommitConflict, LockUnavailable, PayloadTooLarge)
+CREATE_ERRORS = responses(InvalidRequest, TableAlreadyExists)
+SNAPSHOT_ERRORS = responses(TableNotFound, SnapshotNotFound)

@@ -1,0 +1,46 @@
+"""Snapshots and live files of a table."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from coordinator_client.models import FileListResponse, SnapshotListResponse, SnapshotModel
+from fastapi import APIRouter, Query
+
+from coordinator.api.deps import ServicesDep
+from coordinator.api.errors import SNAPSHOT_ERRORS, TABLE_ERRORS
+from coordinator.usecases.reads import snapshot_model
+
+router = APIRouter(prefix="/tables/{table_id}", tags=["snapshots"])
+
+
+@router.get("/snapshots", responses=TABLE_ERRORS)
+def list_snapshots(
+    table_id: str,
+    services: ServicesDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    before: Annotated[int | None, Query(ge=1)] = None,
+) -> SnapshotListResponse:
+    """Newest first; page with `before`."""
+    return SnapshotListResponse(snapshots=services.reads.snapshots(table_id, limit=limit, before=before))
+
+
+@router.get("/snapshots/latest", responses=SNAPSHOT_ERRORS)
+def latest_snapshot(table_id: str, services: ServicesDep) -> SnapshotModel:
+    return snapshot_model(services.reads.snapshot(table_id, None))
+
+
+@router.get("/snapshots/{snapshot_id}", responses=SNAPSHOT_ERRORS)
+def get_snapshot(table_id: str, snapshot_id: int, services: ServicesDep) -> SnapshotModel:
+    return snapshot_model(services.reads.snapshot(table_id, snapshot_id))
+
+
+@router.get("/files", responses=SNAPSHOT_ERRORS)
+def live_files(
+    table_id: str,
+    services: ServicesDep,
+    snapshot: Annotated[int | None, Query(ge=1)] = None,
+    partition: Annotated[str | None, Query(description='JSON object, e.g. {"dt": "2024-01-01"}')] = None,
+) -> FileListResponse:
+    """The live data files at a snapshot (the latest by default): a reader's scan plan."""
+    return services.reads.files(table_id, snapshot, partition)

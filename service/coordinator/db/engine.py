@@ -1,0 +1,50 @@
+"""Engine creation and the database clock, per dialect."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.sql.elements import TextClause
+
+_NOW_MS = {
+    "postgresql": "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+    "sqlite": "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+    "mysql": "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
+    "mariadb": "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
+}
+
+
+def now_ms(engine: Engine) -> TextClause:
+    """SQL for the database clock in epoch millis: leases never depend on the replicas' clocks."""
+    return text(_NOW_MS[engine.dialect.name])
+
+
+def make_engine(url: str) -> Engine:
+    """An engine tuned for many short transactions from many threads."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        engine = create_engine(
+            url, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=8, max_overflow=16
+        )
+        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin_immediate)
+        return engine
+    return create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # WAL lets readers run beside the one writer; autocommit off is driven by our BEGIN below.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+def _sqlite_begin_immediate(connection: Any) -> None:
+    # Take the write lock at BEGIN so two writers never deadlock upgrading a read lock.
+    connection.exec_driver_sql("BEGIN IMMEDIATE")

@@ -1,0 +1,107 @@
+"""SQLAlchemy 2 models of every table the service owns; Alembic migrations mirror them."""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class TableRow(Base):
+    """A Paimon table the coordinator commits to; `latest_snapshot_id` is the commit point's pointer."""
+
+    __tablename__ = "paimon_tables"
+
+    id: Mapped[str] = mapped_column(String(256), primary_key=True)
+    database: Mapped[str] = mapped_column(String(128))
+    name: Mapped[str] = mapped_column(String(128))
+    uuid: Mapped[str] = mapped_column(String(36))
+    location: Mapped[str] = mapped_column(Text)
+    schema_id: Mapped[int] = mapped_column(BigInteger)
+    schema_json: Mapped[str] = mapped_column(Text)
+    latest_snapshot_id: Mapped[int] = mapped_column(BigInteger, default=0)
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class SnapshotRow(Base):
+    """Every snapshot of a table; `published` turns true once snapshot-N is on storage."""
+
+    __tablename__ = "snapshots"
+
+    table_id: Mapped[str] = mapped_column(
+        String(256), ForeignKey("paimon_tables.id", ondelete="CASCADE"), primary_key=True
+    )
+    snapshot_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    commit_user: Mapped[str] = mapped_column(String(200))
+    commit_identifier: Mapped[int] = mapped_column(BigInteger)
+    commit_kind: Mapped[str] = mapped_column(String(16))
+    time_millis: Mapped[int] = mapped_column(BigInteger)
+    body: Mapped[str] = mapped_column(Text)
+    published: Mapped[bool] = mapped_column(Boolean)
+
+    __table_args__ = (
+        Index(
+            "ix_snapshots_unpublished",
+            "table_id",
+            postgresql_where=text("NOT published"),
+            sqlite_where=text("NOT published"),
+        ),
+    )
+
+
+class CommitRow(Base):
+    """One commit attempt and its outcome: the history, the dedup record and the idempotency record."""
+
+    __tablename__ = "commits"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    table_id: Mapped[str] = mapped_column(
+        String(256), ForeignKey("paimon_tables.id", ondelete="CASCADE"), index=True
+    )
+    commit_user: Mapped[str] = mapped_column(String(200))
+    identifier: Mapped[int] = mapped_column(BigInteger)
+    outcome: Mapped[str] = mapped_column(String(16))
+    snapshots: Mapped[str] = mapped_column(Text)
+    timings: Mapped[str] = mapped_column(Text)
+    conflict: Mapped[str | None] = mapped_column(Text, nullable=True)
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    created_at: Mapped[float] = mapped_column(Float)
+
+    __table_args__ = (
+        # A (commitUser, identifier) is committed at most once per table: the database refuses a second.
+        Index(
+            "ux_commits_committed",
+            "table_id",
+            "commit_user",
+            "identifier",
+            unique=True,
+            postgresql_where=text("outcome = 'committed'"),
+            sqlite_where=text("outcome = 'committed'"),
+        ),
+        Index(
+            "ux_commits_idempotency_key",
+            "table_id",
+            "idempotency_key",
+            unique=True,
+            postgresql_where=text("idempotency_key IS NOT NULL"),
+            sqlite_where=text("idempotency_key IS NOT NULL"),
+        ),
+    )
+
+
+class LockRow(Base):
+    """A lock with a lease on the database clock and an epoch that fences a holder whose lease ran out.
+
+    Rows are never deleted: releasing clears the owner, so the epoch only ever grows.
+    """
+
+    __tablename__ = "locks"
+
+    lock_id: Mapped[str] = mapped_column(String(300), primary_key=True)
+    owner: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    epoch: Mapped[int] = mapped_column(BigInteger)
+    acquired_at_ms: Mapped[int] = mapped_column(BigInteger)
+    expires_at_ms: Mapped[int] = mapped_column(BigInteger)

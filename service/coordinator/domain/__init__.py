@@ -1,0 +1,1 @@
+"""Pure commit rules over plain data: no I/O, no clock."""

@@ -1,0 +1,263 @@
+"""A ManifestCommittable as it arrives on the wire -> Paimon manifest entries, validated field by field.
+
+Paimon's collectChanges: newFiles -> ADD and deletedFiles -> DELETE (the append part), compactBefore ->
+DELETE and compactAfter -> ADD (the compact part), changelog files to their own manifests. Every check
+here names the offending field, and nothing in this module touches storage or the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from coordinator_client.format.binary_row import encode_row
+from coordinator_client.format.manifest import DataFileMeta, FileKind, ManifestEntry, SimpleStats
+from coordinator_client.format.values import from_json_value
+from coordinator_client.models import CommitMessageModel, CommitRequest, DataFileModel, KeyStatsModel
+from pydantic import JsonValue
+
+from coordinator.domain.table_schema import TableShape
+from coordinator.errors import InvalidRequest
+
+DATA_FILE_SUFFIXES = (".parquet", ".orc", ".avro")
+FILE_SOURCE_APPEND = 0
+FILE_SOURCE_COMPACT = 1
+
+
+@dataclass(frozen=True)
+class OverwriteTarget:
+    """Which live files an OVERWRITE replaces: whole table, a set of partitions, or a partition spec."""
+
+    whole_table: bool = False
+    partitions: frozenset[bytes] = frozenset()
+    spec: dict[int, object] | None = None
+
+    def matches(self, partition: bytes, shape: TableShape) -> bool:
+        if self.whole_table:
+            return True
+        if self.spec is not None:
+            values = shape.decode_partition(partition)
+            return all(values[i] == v for i, v in self.spec.items())
+        return partition in self.partitions
+
+
+@dataclass(frozen=True)
+class ResolvedCommittable:
+    commit_user: str
+    identifier: int
+    append: list[ManifestEntry] = field(default_factory=list)
+    append_changelog: list[ManifestEntry] = field(default_factory=list)
+    compact: list[ManifestEntry] = field(default_factory=list)
+    compact_changelog: list[ManifestEntry] = field(default_factory=list)
+    overwrite: OverwriteTarget | None = None
+
+
+def resolve_committable(request: CommitRequest, shape: TableShape, *, now_millis: int) -> ResolvedCommittable:
+    """Validate a commit request against the table and turn it into manifest entries.
+
+    Raises:
+        InvalidRequest: naming the first offending field.
+    """
+    resolver = _Resolver(shape, now_millis)
+    resolved = ResolvedCommittable(request.commit_user, request.identifier)
+    for i, message in enumerate(request.messages):
+        path = f"messages[{i}]"
+        partition = resolver.partition(message.partition, f"{path}.partition")
+        total_buckets = resolver.total_buckets(message, path)
+
+        def entries(
+            files: Sequence[DataFileModel], kind: FileKind, name: str, source: int | None
+        ) -> list[ManifestEntry]:
+            return [
+                ManifestEntry(
+                    kind,
+                    partition,
+                    message.bucket,
+                    total_buckets,
+                    resolver.data_file(f, f"{path}.{name}[{j}]", source),
+                )
+                for j, f in enumerate(files)
+            ]
+
+        resolved.append.extend(entries(message.new_files, FileKind.ADD, "newFiles", FILE_SOURCE_APPEND))
+        resolved.append.extend(entries(message.deleted_files, FileKind.DELETE, "deletedFiles", None))
+        resolved.append_changelog.extend(
+            entries(message.changelog_files, FileKind.ADD, "changelogFiles", FILE_SOURCE_APPEND)
+        )
+        resolved.compact.extend(entries(message.compact_before, FileKind.DELETE, "compactBefore", None))
+        resolved.compact.extend(
+            entries(message.compact_after, FileKind.ADD, "compactAfter", FILE_SOURCE_COMPACT)
+        )
+        resolved.compact_changelog.extend(
+            entries(message.compact_changelog_files, FileKind.ADD, "compactChangelogFiles", FILE_SOURCE_COMPACT)
+        )
+    if request.overwrite is None:
+        return resolved
+    if resolved.compact or resolved.compact_changelog:
+        raise InvalidRequest("an overwrite cannot carry compaction changes", field="overwrite")
+    spec = request.overwrite
+    if spec.mode == "table" or (spec.mode == "dynamic" and not shape.partition_names):
+        target = OverwriteTarget(whole_table=True)
+    elif spec.mode == "dynamic":
+        if spec.partition is not None:
+            raise InvalidRequest("a dynamic overwrite takes its partitions from the new files",
+                                 field="overwrite.partition")
+        target = OverwriteTarget(partitions=frozenset(e.partition for e in resolved.append))
+    else:
+        target = partition_spec_target(spec.partition, shape, resolved.append)
+    return ResolvedCommittable(
+        resolved.commit_user, resolved.identifier, resolved.append, resolved.append_changelog,
+        overwrite=target,
+    )
+
+
+def partition_spec_target(
+    spec: dict[str, JsonValue] | None, shape: TableShape, appended: list[ManifestEntry]
+) -> OverwriteTarget:
+    if not spec:
+        raise InvalidRequest("a static overwrite needs a partition", field="overwrite.partition")
+    values: dict[int, object] = {}
+    for name, raw in spec.items():
+        if name not in shape.partition_names:
+            raise InvalidRequest(f"{name!r} is not a partition key", field=f"overwrite.partition.{name}")
+        index = shape.partition_names.index(name)
+        values[index] = _typed(raw, shape.partition_types[index], f"overwrite.partition.{name}")
+    target = OverwriteTarget(spec=values)
+    for entry in appended:
+        if not target.matches(entry.partition, shape):
+            raise InvalidRequest(
+                f"new file {entry.file.file_name} lies outside the overwritten partition",
+                field="overwrite.partition",
+            )
+    return target
+
+
+def _typed(raw: JsonValue, data_type: object, path: str) -> object:
+    try:
+        return from_json_value(raw, data_type, field=path)  # type: ignore[arg-type]
+    except ValueError as e:
+        raise InvalidRequest(str(e), field=path) from None
+
+
+class _Resolver:
+    def __init__(self, shape: TableShape, now_millis: int) -> None:
+        self.shape = shape
+        self.now_millis = now_millis
+        self._partitions: dict[tuple[tuple[str, object], ...], bytes] = {}
+
+    def partition(self, values: dict[str, JsonValue], path: str) -> bytes:
+        shape = self.shape
+        try:
+            cache_key = tuple(sorted(values.items()))
+            hash(cache_key)
+        except TypeError:
+            cache_key = None
+        if cache_key is not None and cache_key in self._partitions:
+            return self._partitions[cache_key]
+        for name in values:
+            if name not in shape.partition_names:
+                raise InvalidRequest(f"{name!r} is not a partition key of this table", field=f"{path}.{name}")
+        typed = []
+        for name, data_type in zip(shape.partition_names, shape.partition_types):
+            if name not in values:
+                raise InvalidRequest(f"partition value for {name!r} is missing", field=f"{path}.{name}")
+            typed.append(_typed(values[name], data_type, f"{path}.{name}"))
+        row = shape.encode_partition(typed)
+        if cache_key is not None:
+            self._partitions[cache_key] = row
+        return row
+
+    def total_buckets(self, message: CommitMessageModel, path: str) -> int:
+        table_buckets = self.shape.bucket
+        if table_buckets <= 0:
+            if message.bucket != 0:
+                raise InvalidRequest(
+                    f"bucket {message.bucket} out of range: a bucket-unaware table writes bucket 0",
+                    field=f"{path}.bucket",
+                )
+            if message.total_buckets not in (None, table_buckets):
+                raise InvalidRequest(
+                    f"totalBuckets must be {table_buckets} for this table", field=f"{path}.totalBuckets"
+                )
+            return table_buckets
+        total = table_buckets if message.total_buckets is None else message.total_buckets
+        if total <= 0:
+            raise InvalidRequest("totalBuckets must be positive for a fixed-bucket table",
+                                 field=f"{path}.totalBuckets")
+        if message.bucket >= total:
+            raise InvalidRequest(f"bucket {message.bucket} out of range [0, {total})", field=f"{path}.bucket")
+        return total
+
+    def key(self, values: list[JsonValue], path: str) -> bytes:
+        shape = self.shape
+        if len(values) != len(shape.key_types):
+            raise InvalidRequest(
+                f"expected {len(shape.key_types)} key value(s) {list(shape.key_names)}, got {len(values)}",
+                field=path,
+            )
+        typed = [_typed(v, t, f"{path}[{i}]") for i, (v, t) in enumerate(zip(values, shape.key_types))]
+        return encode_row(typed, shape.key_types)
+
+    def key_stats(self, stats: KeyStatsModel | None, min_key: bytes, max_key: bytes, path: str) -> SimpleStats:
+        shape = self.shape
+        arity = len(shape.key_types)
+        if arity == 0:
+            if stats is not None:
+                raise InvalidRequest("an append table has no key stats", field=path)
+            return SimpleStats.EMPTY
+        if stats is None:
+            if arity > 1:
+                raise InvalidRequest("keyStats are required when the primary key has several fields",
+                                     field=path)
+            # With one key field, the file's min and max key are exactly its key statistics.
+            return SimpleStats(min_key, max_key, (0,))
+        if not len(stats.min_values) == len(stats.max_values) == len(stats.null_counts) == arity:
+            raise InvalidRequest(f"keyStats must have {arity} value(s) per list", field=path)
+        return SimpleStats(
+            self.key(stats.min_values, f"{path}.minValues"),
+            self.key(stats.max_values, f"{path}.maxValues"),
+            tuple(stats.null_counts),
+        )
+
+    def data_file(self, f: DataFileModel, path: str, source: int | None) -> DataFileMeta:
+        shape = self.shape
+        if not f.file_name.endswith(DATA_FILE_SUFFIXES):
+            raise InvalidRequest(
+                f"file name must end with one of {', '.join(DATA_FILE_SUFFIXES)}", field=f"{path}.fileName"
+            )
+        if f.min_sequence_number > f.max_sequence_number:
+            raise InvalidRequest("minSequenceNumber is greater than maxSequenceNumber",
+                                 field=f"{path}.minSequenceNumber")
+        if f.delete_row_count > f.row_count:
+            raise InvalidRequest("deleteRowCount is greater than rowCount", field=f"{path}.deleteRowCount")
+        if f.level > shape.max_level:
+            raise InvalidRequest(f"level {f.level} is above the table's top level {shape.max_level}",
+                                 field=f"{path}.level")
+        if f.schema_id > shape.schema.id:
+            raise InvalidRequest(f"schema {f.schema_id} does not exist (latest is {shape.schema.id})",
+                                 field=f"{path}.schemaId")
+        for j, extra in enumerate(f.extra_files):
+            if "/" in extra or extra.startswith(".") or not extra:
+                raise InvalidRequest("extra file names must be bare names", field=f"{path}.extraFiles[{j}]")
+        min_key = self.key(f.min_key, f"{path}.minKey")
+        max_key = self.key(f.max_key, f"{path}.maxKey")
+        if shape.key_types and shape.decode_key(min_key) > shape.decode_key(max_key):
+            raise InvalidRequest("minKey is greater than maxKey", field=f"{path}.minKey")
+        return DataFileMeta(
+            file_name=f.file_name,
+            file_size=f.file_size,
+            row_count=f.row_count,
+            min_key=min_key,
+            max_key=max_key,
+            key_stats=self.key_stats(f.key_stats, min_key, max_key, f"{path}.keyStats"),
+            value_stats=SimpleStats.EMPTY,
+            min_sequence_number=f.min_sequence_number,
+            max_sequence_number=f.max_sequence_number,
+            schema_id=f.schema_id,
+            level=f.level,
+            extra_files=tuple(f.extra_files),
+            creation_time=f.creation_time if f.creation_time is not None else self.now_millis,
+            delete_row_count=f.delete_row_count,
+            file_source=f.file_source if f.file_source is not None else source,
+            value_stats_cols=(),
+        )

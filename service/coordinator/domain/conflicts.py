@@ -1,0 +1,160 @@
+"""Paimon's conflict detection, as pure functions over the live files and the delta of one snapshot.
+
+The conflict matrix (checked in this order; the first failure wins):
+
+| type                   | when                                                                 | retryable |
+|------------------------|----------------------------------------------------------------------|-----------|
+| BASE_SNAPSHOT_MOVED    | strict mode: the table's latest snapshot is not the writer's base     | yes       |
+| BUCKET_COUNT_CHANGED   | an ADD's totalBuckets differs from the partition's live files or from | no        |
+|                        | another ADD of the same partition (not checked for OVERWRITE)         |           |
+| DUPLICATE_FILE         | the delta names a file twice, or adds a file that is already live     | no        |
+| DELETED_FILE_MISSING   | the delta deletes a file that is not live (another commit removed it) | no        |
+| LSM_KEY_RANGE_OVERLAP  | primary-key tables: after the delta, two files of one level >= 1 in   | no        |
+|                        | one (partition, bucket) have overlapping key ranges                   |           |
+
+Appends of level-0 files to the same bucket never conflict: level 0 may overlap, readers merge it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from coordinator_client.format.manifest import FileKind, ManifestEntry
+
+from coordinator.domain.live_files import Identifier, LiveFiles
+
+KeyDecoder = Callable[[bytes], tuple[object, ...]]
+
+
+@dataclass(frozen=True)
+class Conflict(Exception):
+    """Why a snapshot cannot apply; `winning_snapshot_id` is the snapshot that got there first."""
+
+    type: str
+    message: str
+    partition: bytes | None = None
+    bucket: int | None = None
+    files: tuple[str, ...] = ()
+    winning_snapshot_id: int | None = None
+    retryable: bool = False
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+def check_base_snapshot(base_snapshot_id: int | None, latest_snapshot_id: int) -> None:
+    """Strict mode: the writer planned on `base_snapshot_id`; any later snapshot is a conflict.
+
+    Raises:
+        Conflict: BASE_SNAPSHOT_MOVED.
+    """
+    if base_snapshot_id is not None and base_snapshot_id != latest_snapshot_id:
+        raise Conflict(
+            "BASE_SNAPSHOT_MOVED",
+            f"the table moved from snapshot {base_snapshot_id} to {latest_snapshot_id}",
+            winning_snapshot_id=latest_snapshot_id,
+            retryable=True,
+        )
+
+
+def check_conflicts(
+    live: LiveFiles,
+    delta: Sequence[ManifestEntry],
+    *,
+    check_bucket_count: bool,
+    decode_key: KeyDecoder | None,
+) -> None:
+    """Check one snapshot's delta against the live files it applies to.
+
+    Raises:
+        Conflict: BUCKET_COUNT_CHANGED, DUPLICATE_FILE, DELETED_FILE_MISSING or LSM_KEY_RANGE_OVERLAP.
+    """
+    if check_bucket_count:
+        _check_bucket_count(live, delta)
+    _check_files(live, delta)
+    if decode_key is not None:
+        _check_key_ranges(live, delta, decode_key)
+
+
+def _check_bucket_count(live: LiveFiles, delta: Sequence[ManifestEntry]) -> None:
+    seen: dict[bytes, int] = {}
+    for entry in delta:
+        if entry.kind != FileKind.ADD or entry.total_buckets <= 0:
+            continue
+        expected = seen.setdefault(entry.partition, live.total_buckets(entry.partition) or entry.total_buckets)
+        if entry.total_buckets != expected:
+            raise Conflict(
+                "BUCKET_COUNT_CHANGED",
+                f"total buckets of the partition changed from {expected} to {entry.total_buckets} "
+                "without an overwrite",
+                partition=entry.partition,
+                bucket=entry.bucket,
+                files=(entry.file.file_name,),
+                winning_snapshot_id=live.snapshot_id or None,
+            )
+
+
+def _check_files(live: LiveFiles, delta: Sequence[ManifestEntry]) -> None:
+    seen: set[Identifier] = set()
+    for entry in delta:
+        ident = entry.identifier
+        if ident in seen:
+            raise Conflict(
+                "DUPLICATE_FILE",
+                f"file {entry.file.file_name} appears twice in the commit",
+                partition=entry.partition,
+                bucket=entry.bucket,
+                files=(entry.file.file_name,),
+            )
+        seen.add(ident)
+    missing = [e for e in delta if e.kind == FileKind.DELETE and e.identifier not in live.entries]
+    if missing:
+        winner = next((live.removed_in[e.identifier] for e in missing if e.identifier in live.removed_in), None)
+        first = missing[0]
+        raise Conflict(
+            "DELETED_FILE_MISSING",
+            f"trying to delete file {first.file.file_name} which is not previously added"
+            + (f" (snapshot {winner} removed it)" if winner is not None else ""),
+            partition=first.partition,
+            bucket=first.bucket,
+            files=tuple(e.file.file_name for e in missing),
+            winning_snapshot_id=winner if winner is not None else (live.snapshot_id or None),
+        )
+    duplicates = [e for e in delta if e.kind == FileKind.ADD and e.identifier in live.entries]
+    if duplicates:
+        first = duplicates[0]
+        raise Conflict(
+            "DUPLICATE_FILE",
+            f"trying to add file {first.file.file_name} which is already added",
+            partition=first.partition,
+            bucket=first.bucket,
+            files=tuple(e.file.file_name for e in duplicates),
+            winning_snapshot_id=live.added_in.get(first.identifier),
+        )
+
+
+def _check_key_ranges(live: LiveFiles, delta: Sequence[ManifestEntry], decode_key: KeyDecoder) -> None:
+    deleted = {e.identifier for e in delta if e.kind == FileKind.DELETE}
+    added_by_bucket: dict[tuple[bytes, int], list[ManifestEntry]] = {}
+    for entry in delta:
+        if entry.kind == FileKind.ADD and entry.file.level > 0:
+            added_by_bucket.setdefault((entry.partition, entry.bucket), []).append(entry)
+    for (partition, bucket), added in added_by_bucket.items():
+        levels: dict[int, list[ManifestEntry]] = {}
+        for entry in [*live.in_bucket(partition, bucket), *added]:
+            if entry.file.level > 0 and entry.identifier not in deleted:
+                levels.setdefault(entry.file.level, []).append(entry)
+        new_levels = {e.file.level for e in added}
+        for level in sorted(new_levels):
+            runs = sorted(levels[level], key=lambda e: decode_key(e.file.min_key))
+            for before, after in zip(runs, runs[1:]):
+                if decode_key(before.file.max_key) >= decode_key(after.file.min_key):
+                    other = before if before not in added else after
+                    raise Conflict(
+                        "LSM_KEY_RANGE_OVERLAP",
+                        f"LSM conflict: files {before.file.file_name} and {after.file.file_name} "
+                        f"overlap in key range at level {level}",
+                        partition=partition,
+                        bucket=bucket,
+                        files=(before.file.file_name, after.file.file_name),
+                        winning_snapshot_id=live.added_in.get(other.identifier),
+                    )

@@ -1,0 +1,61 @@
+"""Which snapshots one committable becomes: APPEND (or OVERWRITE) first, COMPACT second, as in Paimon."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from coordinator_client.format.manifest import FileKind, ManifestEntry
+from coordinator_client.format.snapshot import CommitKind
+
+from coordinator.domain.committable import ResolvedCommittable
+from coordinator.domain.live_files import LiveFiles
+from coordinator.domain.table_schema import TableShape
+
+
+@dataclass(frozen=True)
+class SnapshotPlan:
+    kind: CommitKind
+    entries: list[ManifestEntry]
+    changelog: list[ManifestEntry]
+    check_bucket_count: bool
+
+
+def plan_snapshots(resolved: ResolvedCommittable, live: LiveFiles, shape: TableShape) -> list[SnapshotPlan]:
+    """The snapshots to write, in order; the first one's entries see `live` as it is now."""
+    plans: list[SnapshotPlan] = []
+    if resolved.overwrite is not None:
+        target = resolved.overwrite
+        replaced = [
+            replace(e, kind=FileKind.DELETE) for e in live if target.matches(e.partition, shape)
+        ]
+        entries = replaced + [e for e in resolved.append if e.kind == FileKind.ADD]
+        if entries:
+            # Paimon drops changelog files of an overwrite: an overwrite has no row-level changes to stream.
+            plans.append(SnapshotPlan(CommitKind.OVERWRITE, entries, [], check_bucket_count=False))
+    elif resolved.append or resolved.append_changelog:
+        has_deletes = any(e.kind == FileKind.DELETE for e in resolved.append)
+        kind = CommitKind.OVERWRITE if has_deletes else CommitKind.APPEND
+        plans.append(SnapshotPlan(kind, resolved.append, resolved.append_changelog, check_bucket_count=True))
+    if resolved.compact or resolved.compact_changelog:
+        plans.append(
+            SnapshotPlan(CommitKind.COMPACT, resolved.compact, resolved.compact_changelog, check_bucket_count=True)
+        )
+    return plans
+
+
+def with_live_metadata(entries: Sequence[ManifestEntry], live: LiveFiles) -> list[ManifestEntry]:
+    """DELETE entries repeat the live ADD's full metadata, so readers and record counts see the real file."""
+    out = []
+    for entry in entries:
+        if entry.kind == FileKind.DELETE:
+            current = live.entries.get(entry.identifier)
+            if current is not None:
+                entry = replace(current, kind=FileKind.DELETE)
+        out.append(entry)
+    return out
+
+
+def record_count_delta(entries: Sequence[ManifestEntry]) -> int:
+    """Rows added minus rows deleted: Paimon counts file rows, not live keys."""
+    return sum(e.file.row_count if e.kind == FileKind.ADD else -e.file.row_count for e in entries)

@@ -1,0 +1,88 @@
+"""What the commit path needs to know about a table's schema, derived once per table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from coordinator_client.format.binary_row import decode_row, encode_row
+from coordinator_client.format.partition_path import partition_path
+from coordinator_client.format.schema import TableSchema
+from coordinator_client.format.types import DataType, parse_type
+from coordinator_client.format.values import to_json_value
+
+DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
+
+
+@dataclass(frozen=True)
+class TableShape:
+    """Partition and key types, bucket mode and options of one table schema."""
+
+    schema: TableSchema
+    partition_names: tuple[str, ...]
+    partition_types: tuple[DataType, ...]
+    key_names: tuple[str, ...]
+    key_types: tuple[DataType, ...]
+    bucket: int
+    max_level: int
+    default_partition_name: str
+    _decoded: dict[bytes, tuple[object, ...]] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, schema: TableSchema) -> TableShape:
+        """Derive the shape; raises ValueError on a schema the coordinator cannot commit to."""
+        types = {f.name: parse_type(f.type) for f in schema.fields}
+        keys = schema.trimmed_primary_keys
+        num_levels = int(schema.options.get("num-levels", str(int(
+            schema.options.get("num-sorted-run.compaction-trigger", "5")) + 1)))
+        return cls(
+            schema=schema,
+            partition_names=tuple(schema.partition_keys),
+            partition_types=tuple(types[k] for k in schema.partition_keys),
+            key_names=tuple(keys),
+            key_types=tuple(types[k].not_null() for k in keys),
+            bucket=schema.bucket,
+            max_level=max(1, num_levels - 1),
+            default_partition_name=schema.options.get("partition.default-name", DEFAULT_PARTITION_NAME),
+        )
+
+    @property
+    def has_primary_key(self) -> bool:
+        return bool(self.schema.primary_keys)
+
+    def encode_partition(self, values: Sequence[object]) -> bytes:
+        return encode_row(values, self.partition_types)
+
+    def decode_partition(self, row: bytes) -> tuple[object, ...]:
+        """Partition values of a BinaryRow, memoised: a table has few partitions and they repeat."""
+        cached = self._decoded.get(row)
+        if cached is None:
+            cached = tuple(decode_row(row, self.partition_types))
+            self._decoded[row] = cached
+        return cached
+
+    def decode_key(self, row: bytes) -> tuple[object, ...]:
+        return _decode_key(row, self.key_types)
+
+    def partition_json(self, row: bytes) -> dict[str, object]:
+        values = self.decode_partition(row)
+        return {n: to_json_value(v, t) for n, v, t in zip(self.partition_names, values, self.partition_types)}
+
+    def key_json(self, row: bytes) -> list[object]:
+        if not self.key_types:
+            return []
+        return [to_json_value(v, t) for v, t in zip(self.decode_key(row), self.key_types)]
+
+    def partition_dir(self, row: bytes) -> str:
+        return partition_path(
+            self.partition_names,
+            self.decode_partition(row),
+            self.partition_types,
+            default_name=self.default_partition_name,
+        )
+
+
+@lru_cache(maxsize=65536)
+def _decode_key(row: bytes, types: tuple[DataType, ...]) -> tuple[object, ...]:
+    return tuple(decode_row(row, types))

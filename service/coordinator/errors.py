@@ -1,0 +1,87 @@
+"""The one error hierarchy of the service; each error knows its HTTP status and renders as ErrorResponse.
+
+    CoordinatorError                 500  (never raised for a known condition)
+    ├── InvalidRequest               422  names the offending field
+    ├── TableNotFound                404
+    ├── CommitNotFound               404
+    ├── SnapshotNotFound             404
+    ├── TableAlreadyExists           409
+    ├── CommitConflict               409  carries the structured conflict
+    ├── PayloadTooLarge              413
+    └── LockUnavailable              503  + Retry-After
+"""
+
+from __future__ import annotations
+
+from coordinator_client.models import ConflictModel, ErrorResponse
+
+
+class CoordinatorError(Exception):
+    """Root of every error the service raises on purpose."""
+
+    status_code = 500
+    code = "INTERNAL"
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+    def to_response(self) -> ErrorResponse:
+        """The JSON body sent to the client."""
+        return ErrorResponse(code=self.code, message=self.message, field=self.field)
+
+
+class InvalidRequest(CoordinatorError):
+    status_code = 422
+    code = "INVALID_REQUEST"
+
+
+class TableNotFound(CoordinatorError):
+    status_code = 404
+    code = "TABLE_NOT_FOUND"
+
+
+class CommitNotFound(CoordinatorError):
+    status_code = 404
+    code = "COMMIT_NOT_FOUND"
+
+
+class SnapshotNotFound(CoordinatorError):
+    status_code = 404
+    code = "SNAPSHOT_NOT_FOUND"
+
+
+class TableAlreadyExists(CoordinatorError):
+    status_code = 409
+    code = "TABLE_ALREADY_EXISTS"
+
+
+class PayloadTooLarge(CoordinatorError):
+    status_code = 413
+    code = "PAYLOAD_TOO_LARGE"
+
+
+class CommitConflict(CoordinatorError):
+    """The commit cannot apply on top of the table as it is; nothing was published."""
+
+    status_code = 409
+    code = "COMMIT_CONFLICT"
+
+    def __init__(self, conflict: ConflictModel) -> None:
+        super().__init__(conflict.message)
+        self.conflict = conflict
+
+    def to_response(self) -> ErrorResponse:
+        return ErrorResponse(code=self.code, message=self.message, conflict=self.conflict)
+
+
+class LockUnavailable(CoordinatorError):
+    """The table lock stayed held by others for the whole acquire timeout."""
+
+    status_code = 503
+    code = "LOCK_UNAVAILABLE"
+
+    def __init__(self, message: str, *, retry_after_seconds: int) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds

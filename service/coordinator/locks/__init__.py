@@ -1,0 +1,1 @@
+"""Table locks behind the LockBackend protocol."""

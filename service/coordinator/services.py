@@ -1,0 +1,49 @@
+"""The use cases wired to one engine, one warehouse and one lock backend; built in the app's lifespan."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+
+from coordinator.db.engine import make_engine
+from coordinator.db.migrate import upgrade
+from coordinator.locks.lock_table import LockTable
+from coordinator.settings import Settings
+from coordinator.storage.fileio import open_warehouse
+from coordinator.usecases.commits import Committer
+from coordinator.usecases.reads import Reads
+from coordinator.usecases.tables import Tables
+
+
+@dataclass
+class Services:
+    settings: Settings
+    engine: Engine
+    tables: Tables
+    committer: Committer
+    reads: Reads
+    locks: LockTable
+    warehouse_root: str
+
+    @classmethod
+    def start(cls, settings: Settings) -> Services:
+        """Migrate (if asked), open the database and the warehouse."""
+        if settings.auto_migrate:
+            upgrade(settings.database_url)
+        engine = make_engine(settings.database_url)
+        fileio, root = open_warehouse(settings.warehouse)
+        locks = LockTable(engine, settings.lock_lease_seconds)
+        tables = Tables(engine, fileio, root)
+        committer = Committer(
+            engine,
+            fileio,
+            tables,
+            locks,
+            lease_seconds=settings.lock_lease_seconds,
+            acquire_timeout_seconds=settings.lock_acquire_timeout_seconds,
+        )
+        return cls(settings, engine, tables, committer, Reads(engine, fileio, tables, locks), locks, root)
+
+    def close(self) -> None:
+        self.engine.dispose()

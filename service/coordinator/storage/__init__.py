@@ -1,0 +1,1 @@
+"""Table storage behind the FileIO protocol."""

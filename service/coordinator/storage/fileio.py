@@ -1,0 +1,135 @@
+"""FileIO: the few storage operations a commit needs, over local disk or any pyarrow filesystem.
+
+`write_new` is the only way snapshot files are written: it never overwrites, so a published snapshot is
+immutable. On local disk it is atomic (hard link of a fully written temp file); on object stores it is
+a check-then-write, which is safe because only the lock holder that passed the commit point writes.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Protocol
+
+import pyarrow.fs as pafs
+
+
+class FileIO(Protocol):
+    """Storage operations on absolute paths of one filesystem."""
+
+    def read(self, path: str) -> bytes: ...
+
+    def write_new(self, path: str, data: bytes) -> None:
+        """Create `path` with `data`; raise FileExistsError if it exists."""
+        ...
+
+    def overwrite(self, path: str, data: bytes) -> None: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def delete(self, path: str) -> None:
+        """Remove a file; a missing file is not an error."""
+        ...
+
+    def list_names(self, directory: str) -> list[str]:
+        """Base names of the files in a directory; [] when it does not exist."""
+        ...
+
+    def delete_tree(self, directory: str) -> None: ...
+
+
+class LocalFileIO:
+    """Local disk through os calls: the embedded default, and the fastest path."""
+
+    def read(self, path: str) -> bytes:
+        return Path(path).read_bytes()
+
+    def write_new(self, path: str, data: bytes) -> None:
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+        with open(tmp, "xb") as f:
+            f.write(data)
+        try:
+            os.link(tmp, path)  # fails with FileExistsError instead of replacing, unlike rename
+        finally:
+            os.unlink(tmp)
+
+    def overwrite(self, path: str, data: bytes) -> None:
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+        with open(tmp, "xb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def delete(self, path: str) -> None:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+    def list_names(self, directory: str) -> list[str]:
+        try:
+            return [e.name for e in os.scandir(directory) if e.is_file()]
+        except FileNotFoundError:
+            return []
+
+    def delete_tree(self, directory: str) -> None:
+        import shutil
+
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+class ArrowFileIO:
+    """Any pyarrow filesystem (s3://, gs://, hdfs://, file://)."""
+
+    def __init__(self, fs: pafs.FileSystem) -> None:
+        self._fs = fs
+
+    def read(self, path: str) -> bytes:
+        with self._fs.open_input_stream(path) as f:
+            return bytes(f.read())
+
+    def write_new(self, path: str, data: bytes) -> None:
+        if self.exists(path):
+            raise FileExistsError(path)
+        self.overwrite(path, data)
+
+    def overwrite(self, path: str, data: bytes) -> None:
+        parent = path.rsplit("/", 1)[0]
+        self._fs.create_dir(parent, recursive=True)
+        with self._fs.open_output_stream(path) as f:
+            f.write(data)
+
+    def exists(self, path: str) -> bool:
+        return bool(self._fs.get_file_info(path).type != pafs.FileType.NotFound)
+
+    def delete(self, path: str) -> None:
+        try:
+            self._fs.delete_file(path)
+        except FileNotFoundError:
+            pass
+
+    def list_names(self, directory: str) -> list[str]:
+        infos = self._fs.get_file_info(pafs.FileSelector(directory, allow_not_found=True))
+        return [i.base_name for i in infos if i.type == pafs.FileType.File]
+
+    def delete_tree(self, directory: str) -> None:
+        try:
+            self._fs.delete_dir(directory)
+        except FileNotFoundError:
+            pass
+
+
+def open_warehouse(uri: str) -> tuple[FileIO, str]:
+    """The FileIO and the absolute root path for a warehouse folder or URI."""
+    if "://" not in uri or uri.startswith("file://"):
+        local = uri[len("file://") :] if uri.startswith("file://") else uri
+        return LocalFileIO(), os.path.abspath(local)
+    fs, root = pafs.FileSystem.from_uri(uri)
+    return ArrowFileIO(fs), root.rstrip("/")

@@ -1,0 +1,1 @@
+"""Use cases: orchestrate lock, reconcile, plan, check, write, record, publish."""

@@ -1,0 +1,178 @@
+"""Read-only views: snapshots, live files at a snapshot, commit history and outcomes, held locks."""
+
+from __future__ import annotations
+
+import json
+
+from coordinator_client.format.partition_path import bucket_dir
+from coordinator_client.format.snapshot import Snapshot
+from coordinator_client.models import (
+    CommitOutcomeResponse,
+    CommitRecordModel,
+    ConflictModel,
+    FileListResponse,
+    LiveFileModel,
+    LockModel,
+    SnapshotModel,
+    SnapshotRef,
+)
+from sqlalchemy import Engine
+
+from coordinator.db import repositories as repo
+from coordinator.domain.committable import OverwriteTarget, partition_spec_target
+from coordinator.domain.live_files import merge_entries
+from coordinator.domain.manifest_merge import MergeOptions
+from coordinator.errors import InvalidRequest, SnapshotNotFound
+from coordinator.locks.lock_table import LockTable
+from coordinator.storage.fileio import FileIO
+from coordinator.usecases.manifests import ManifestStore
+from coordinator.usecases.tables import Table, Tables
+
+
+class Reads:
+    def __init__(self, engine: Engine, fileio: FileIO, tables: Tables, locks: LockTable) -> None:
+        self._engine = engine
+        self._fileio = fileio
+        self._tables = tables
+        self._locks = locks
+
+    def snapshot(self, table_id: str, snapshot_id: int | None) -> Snapshot:
+        """One snapshot (the latest when `snapshot_id` is None).
+
+        Raises:
+            TableNotFound, SnapshotNotFound.
+        """
+        table = self._tables.get(table_id)
+        if snapshot_id is None:
+            snapshot_id = self._tables.latest_snapshot_id(table_id)
+            if snapshot_id == 0:
+                raise SnapshotNotFound(f"table {table_id} has no snapshot yet")
+        with self._engine.connect() as conn:
+            stored = repo.get_snapshot(conn, table.id, snapshot_id)
+        if stored is not None:
+            return Snapshot.from_json(stored.body)
+        path = table.layout.snapshot(snapshot_id)
+        if not self._fileio.exists(path):
+            raise SnapshotNotFound(f"snapshot {snapshot_id} of {table_id} does not exist")
+        return Snapshot.from_json(self._fileio.read(path).decode())
+
+    def snapshots(self, table_id: str, *, limit: int, before: int | None) -> list[SnapshotModel]:
+        """Newest first."""
+        table = self._tables.get(table_id)
+        with self._engine.connect() as conn:
+            stored = repo.list_snapshots(conn, table.id, limit, before)
+        return [snapshot_model(Snapshot.from_json(s.body)) for s in stored]
+
+    def files(self, table_id: str, snapshot_id: int | None, partition: str | None) -> FileListResponse:
+        """The live data files at a snapshot: the scan plan a reader would build, optionally one partition's."""
+        table = self._tables.get(table_id)
+        target = _partition_filter(table, partition)
+        if snapshot_id is None and self._tables.latest_snapshot_id(table_id) == 0:
+            return FileListResponse(snapshot_id=None, files=[])
+        snapshot = self.snapshot(table_id, snapshot_id)
+        store = ManifestStore(self._fileio, table.layout, table.shape,
+                              MergeOptions.from_table_options(table.shape.schema.options).target_file_size)
+        metas = store.read_list(snapshot.base_manifest_list) + store.read_list(snapshot.delta_manifest_list)
+        entries = merge_entries(e for m in metas for e in store.read(m))
+        shape = table.shape
+        files = []
+        for e in entries:
+            if target is not None and not target.matches(e.partition, shape):
+                continue
+            partition_dir = shape.partition_dir(e.partition)
+            files.append(
+                LiveFileModel(
+                    partition=shape.partition_json(e.partition),  # type: ignore[arg-type]
+                    bucket=e.bucket,
+                    total_buckets=e.total_buckets,
+                    path=table.layout.data_file(partition_dir, bucket_dir(e.bucket), e.file.file_name),
+                    file_name=e.file.file_name,
+                    file_size=e.file.file_size,
+                    row_count=e.file.row_count,
+                    level=e.file.level,
+                    min_key=shape.key_json(e.file.min_key),  # type: ignore[arg-type]
+                    max_key=shape.key_json(e.file.max_key),  # type: ignore[arg-type]
+                    min_sequence_number=e.file.min_sequence_number,
+                    max_sequence_number=e.file.max_sequence_number,
+                    delete_row_count=e.file.delete_row_count,
+                )
+            )
+        return FileListResponse(snapshot_id=snapshot.id, files=files)
+
+    def commits(self, table_id: str, *, limit: int) -> list[CommitRecordModel]:
+        table = self._tables.get(table_id)
+        with self._engine.connect() as conn:
+            stored = repo.list_commits(conn, table.id, limit)
+        return [
+            CommitRecordModel(
+                id=c.id,
+                commit_user=c.commit_user,
+                identifier=c.identifier,
+                outcome=c.outcome,  # type: ignore[arg-type]
+                snapshots=[SnapshotRef.model_validate(s) for s in c.snapshots],
+                timings=c.timings,
+                conflict=ConflictModel.model_validate(c.conflict) if c.conflict else None,
+                created_at=c.created_at,
+            )
+            for c in stored
+        ]
+
+    def outcome(self, table_id: str, commit_user: str, identifier: int) -> CommitOutcomeResponse:
+        """committed, rejected (the newest attempt's conflict) or unknown (never received)."""
+        table = self._tables.get(table_id)
+        with self._engine.connect() as conn:
+            committed = repo.find_committed(conn, table.id, commit_user, identifier)
+            latest = committed or repo.find_latest_attempt(conn, table.id, commit_user, identifier)
+        if latest is None:
+            return CommitOutcomeResponse(commit_user=commit_user, identifier=identifier, status="unknown")
+        return CommitOutcomeResponse(
+            commit_user=commit_user,
+            identifier=identifier,
+            status="committed" if latest.outcome == "committed" else "rejected",
+            snapshots=[SnapshotRef.model_validate(s) for s in latest.snapshots],
+            conflict=ConflictModel.model_validate(latest.conflict) if latest.conflict else None,
+        )
+
+    def locks(self) -> list[LockModel]:
+        return [
+            LockModel(
+                lock_id=h.lock_id,
+                owner=h.owner,
+                epoch=h.epoch,
+                acquired_at=h.acquired_at_ms / 1000,
+                expires_at=h.expires_at_ms / 1000,
+            )
+            for h in self._locks.held()
+        ]
+
+
+def snapshot_model(s: Snapshot) -> SnapshotModel:
+    return SnapshotModel(
+        id=s.id,
+        schema_id=s.schema_id,
+        commit_user=s.commit_user,
+        commit_identifier=s.commit_identifier,
+        commit_kind=s.commit_kind.value,
+        time_millis=s.time_millis,
+        total_record_count=s.total_record_count,
+        delta_record_count=s.delta_record_count,
+        base_manifest_list=s.base_manifest_list,
+        delta_manifest_list=s.delta_manifest_list,
+        watermark=s.watermark,
+    )
+
+
+def _partition_filter(table: Table, partition: str | None) -> OverwriteTarget | None:
+    """`?partition={"dt": "2024-01-01"}` -> a filter on the partition values (a prefix of keys is fine)."""
+    if partition is None:
+        return None
+    try:
+        spec = json.loads(partition)
+    except json.JSONDecodeError:
+        raise InvalidRequest("partition must be a JSON object", field="partition") from None
+    if not isinstance(spec, dict):
+        raise InvalidRequest("partition must be a JSON object", field="partition")
+    try:
+        return partition_spec_target(spec, table.shape, [])
+    except InvalidRequest as e:
+        raise InvalidRequest(e.message, field="partition") from None

@@ -1,0 +1,268 @@
+"""Create, register, look up and drop tables."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+
+from coordinator_client.format.schema import SchemaField, TableSchema
+from coordinator_client.format.snapshot import Snapshot
+from coordinator_client.format.types import parse_type
+from coordinator_client.models import CreateTableRequest
+from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError
+
+from coordinator.db import repositories as repo
+from coordinator.domain.table_schema import TableShape
+from coordinator.errors import InvalidRequest, TableAlreadyExists, TableNotFound
+from coordinator.storage.fileio import FileIO
+from coordinator.storage.layout import TableLayout
+from coordinator.usecases.snapshots_on_storage import find_latest_snapshot_id, latest_schema_id
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table as the commit path sees it; immutable, cached per id."""
+
+    id: str
+    database: str
+    name: str
+    uuid: str
+    location: str
+    shape: TableShape
+    layout: TableLayout
+
+    @property
+    def lock_id(self) -> str:
+        return f"table:{self.id}"
+
+
+def table_id_of(database: str, name: str) -> str:
+    return f"{database}.{name}"
+
+
+class Tables:
+    """The table catalog: rows in the database, schema files on storage."""
+
+    def __init__(self, engine: Engine, fileio: FileIO, warehouse_root: str) -> None:
+        self._engine = engine
+        self._fileio = fileio
+        self._root = warehouse_root
+        self._cache: dict[str, Table] = {}
+        self._lock = threading.Lock()
+
+    def get(self, table_id: str) -> Table:
+        """The table, from cache or database.
+
+        Raises:
+            TableNotFound: no such table.
+        """
+        cached = self._cache.get(table_id)
+        if cached is not None:
+            return cached
+        with self._engine.connect() as conn:
+            row = repo.get_table(conn, table_id)
+        if row is None:
+            raise TableNotFound(f"table {table_id} does not exist")
+        table = self._table(row.id, row.database, row.name, row.uuid, row.location, row.schema_json)
+        with self._lock:
+            self._cache[table_id] = table
+        return table
+
+    def list(self) -> list[tuple[Table, int]]:
+        """Every table with its latest snapshot id."""
+        with self._engine.connect() as conn:
+            rows = repo.list_tables(conn)
+        return [
+            (self._table(r.id, r.database, r.name, r.uuid, r.location, r.schema_json), r.latest_snapshot_id)
+            for r in rows
+        ]
+
+    def latest_snapshot_id(self, table_id: str) -> int:
+        with self._engine.connect() as conn:
+            latest = repo.latest_snapshot_id(conn, table_id)
+        if latest is None:
+            raise TableNotFound(f"table {table_id} does not exist")
+        return latest
+
+    def create(self, request: CreateTableRequest, *, now_millis: int) -> Table:
+        """Create a new table (writes schema/schema-0) or register an existing one by location.
+
+        Raises:
+            InvalidRequest, TableAlreadyExists.
+        """
+        table_id = table_id_of(request.database, request.name)
+        with self._engine.connect() as conn:
+            if repo.get_table(conn, table_id) is not None:
+                raise TableAlreadyExists(f"table {table_id} already exists")
+        if request.location is not None:
+            return self._register(request, table_id)
+        schema = build_schema(request, now_millis=now_millis)
+        location = f"{self._root}/{request.database}.db/{request.name}"
+        layout = TableLayout(location)
+        if self._fileio.list_names(layout.schema_dir):
+            raise TableAlreadyExists(
+                f"{location} already holds a Paimon table; register it with \"location\" instead"
+            )
+        self._fileio.write_new(layout.schema(0), schema.to_json().encode())
+        try:
+            return self._insert(table_id, request, str(uuid.uuid4()), location, schema, latest=0)
+        except TableAlreadyExists:
+            self._fileio.delete(layout.schema(0))
+            raise
+
+    def drop(self, table_id: str, *, purge: bool) -> None:
+        """Forget the table; with purge, delete its folder too.
+
+        Raises:
+            TableNotFound: no such table.
+        """
+        table = self.get(table_id)
+        with self._engine.begin() as conn:
+            if not repo.delete_table(conn, table_id):
+                raise TableNotFound(f"table {table_id} does not exist")
+        with self._lock:
+            self._cache.pop(table_id, None)
+        if purge:
+            self._fileio.delete_tree(table.location)
+
+    def _register(self, request: CreateTableRequest, table_id: str) -> Table:
+        if request.fields or request.partition_keys or request.primary_keys or request.options:
+            raise InvalidRequest("registering by location takes the schema from the table; send no fields",
+                                 field="fields")
+        location = (request.location or "").rstrip("/")
+        if location.startswith("file://"):
+            location = location[len("file://") :]
+        layout = TableLayout(location)
+        schema_id = latest_schema_id(self._fileio, layout)
+        if schema_id is None:
+            raise InvalidRequest(f"no Paimon table at {location} (no schema/ files)", field="location")
+        schema = TableSchema.from_json(self._fileio.read(layout.schema(schema_id)).decode())
+        _check_supported(schema, field="location")
+        latest = find_latest_snapshot_id(self._fileio, layout) or 0
+        table = self._insert(table_id, request, str(uuid.uuid4()), location, schema, latest=latest)
+        if latest:
+            snapshot = Snapshot.from_json(self._fileio.read(layout.snapshot(latest)).decode())
+            with self._engine.begin() as conn:
+                repo.insert_snapshots(conn, table_id, [adopted_row(snapshot)])
+        return table
+
+    def _insert(
+        self, table_id: str, request: CreateTableRequest, table_uuid: str, location: str, schema: TableSchema,
+        *, latest: int,
+    ) -> Table:
+        try:
+            with self._engine.begin() as conn:
+                repo.insert_table(
+                    conn,
+                    {
+                        "id": table_id,
+                        "database": request.database,
+                        "name": request.name,
+                        "uuid": table_uuid,
+                        "location": location,
+                        "schema_id": schema.id,
+                        "schema_json": schema.to_json(),
+                        "latest_snapshot_id": latest,
+                        "created_at": time.time(),
+                    },
+                )
+        except IntegrityError:
+            raise TableAlreadyExists(f"table {table_id} already exists") from None
+        return self.get(table_id)
+
+    def _table(self, table_id: str, database: str, name: str, table_uuid: str, location: str,
+               schema_json: str) -> Table:
+        shape = TableShape.of(TableSchema.from_json(schema_json))
+        return Table(table_id, database, name, table_uuid, location, shape, TableLayout(location))
+
+
+def adopted_row(snapshot: Snapshot) -> dict[str, object]:
+    return {
+        "snapshot_id": snapshot.id,
+        "commit_user": snapshot.commit_user,
+        "commit_identifier": snapshot.commit_identifier,
+        "commit_kind": str(snapshot.commit_kind.value),
+        "time_millis": snapshot.time_millis,
+        "body": snapshot.to_json(),
+        "published": True,
+    }
+
+
+
+
+def build_schema(request: CreateTableRequest, *, now_millis: int) -> TableSchema:
+    """schema-0 of a new table, validated: Paimon's rules plus what the coordinator supports.
+
+    Raises:
+        InvalidRequest: naming the offending field.
+    """
+    if not request.fields:
+        raise InvalidRequest("a new table needs fields (or a location to register)", field="fields")
+    names = [f.name for f in request.fields]
+    for i, f in enumerate(request.fields):
+        if names.index(f.name) != i:
+            raise InvalidRequest(f"duplicate field name {f.name!r}", field=f"fields[{i}].name")
+    types = []
+    for i, f in enumerate(request.fields):
+        try:
+            t = parse_type(f.type)
+        except ValueError as e:
+            raise InvalidRequest(str(e), field=f"fields[{i}].type") from None
+        types.append(t)
+    for key_list, label in ((request.partition_keys, "partitionKeys"), (request.primary_keys, "primaryKeys")):
+        for i, key in enumerate(key_list):
+            if key not in names:
+                raise InvalidRequest(f"{key!r} is not a field of the table", field=f"{label}[{i}]")
+            if key_list.index(key) != i:
+                raise InvalidRequest(f"{key!r} is listed twice", field=f"{label}[{i}]")
+    if request.primary_keys:
+        for key in request.partition_keys:
+            if key not in request.primary_keys:
+                raise InvalidRequest(
+                    f"the primary key must include the partition key {key!r}", field="primaryKeys"
+                )
+    options = {"file.format": "parquet", **request.options}
+    if request.primary_keys:
+        # Primary-key columns are NOT NULL in Paimon.
+        types = [t.not_null() if n in request.primary_keys else t for n, t in zip(names, types)]
+    fields = tuple(
+        SchemaField(i, f.name, str(t), f.description) for i, (f, t) in enumerate(zip(request.fields, types))
+    )
+    schema = TableSchema(
+        id=0,
+        fields=fields,
+        highest_field_id=len(fields) - 1,
+        partition_keys=tuple(request.partition_keys),
+        primary_keys=tuple(request.primary_keys),
+        options=options,
+        comment=request.comment,
+        time_millis=now_millis,
+    )
+    _check_supported(schema, field="options.bucket")
+    return schema
+
+
+def _check_supported(schema: TableSchema, *, field: str) -> None:
+    """The bucket modes the coordinator commits to: fixed buckets, or bucket-unaware append tables."""
+    raw = schema.options.get("bucket", "-1")
+    try:
+        bucket = int(raw)
+    except ValueError:
+        raise InvalidRequest(f"bucket must be an integer, got {raw!r}", field=field) from None
+    if schema.primary_keys and bucket < 1:
+        raise InvalidRequest(
+            "primary-key tables need a fixed bucket count (bucket >= 1); dynamic and postpone buckets "
+            "are not supported",
+            field=field,
+        )
+    if not schema.primary_keys and bucket == 0 or bucket < -1:
+        raise InvalidRequest(f"bucket must be -1 (unaware) or >= 1, got {bucket}", field=field)
+    if not schema.primary_keys and bucket >= 1 and not schema.options.get("bucket-key"):
+        raise InvalidRequest("an append table with fixed buckets needs the bucket-key option", field=field)
+    try:
+        TableShape.of(schema)
+    except ValueError as e:
+        raise InvalidRequest(str(e), field=field) from None
