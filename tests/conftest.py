@@ -1,0 +1,130 @@
+"""Fixtures: every behaviour test runs on SQLite and on the PostgreSQL server at 127.0.0.1:5432."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
+
+from coordinator.app import create_app
+from coordinator.db.migrate import upgrade
+from coordinator.services import Services
+from coordinator.settings import Settings
+
+PG_SERVER = os.environ.get("COORDINATOR_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432")
+OWNED_TABLES = ("commits", "snapshots", "locks", "paimon_tables")
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test session, migrated by Alembic, dropped at the end."""
+    name = f"coordinator_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(f"{PG_SERVER}/postgres", isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = f"{PG_SERVER}/{name}"
+    try:
+        upgrade(url)
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The metadata database of one test: a new SQLite file, or the session's PostgreSQL emptied."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path}/coordinator.db"
+        upgrade(url)
+        return url
+    url: str = request.getfixturevalue("pg_url")
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {', '.join(OWNED_TABLES)} RESTART IDENTITY CASCADE"))
+    engine.dispose()
+    return url
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> Path:
+    path = tmp_path / "warehouse"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def settings(database_url: str, warehouse: Path) -> Settings:
+    return Settings(
+        database_url=database_url,
+        warehouse=str(warehouse),
+        auto_migrate=False,
+        lock_lease_seconds=5,
+        lock_acquire_timeout_seconds=20,
+    )
+
+
+@pytest.fixture
+def services(settings: Settings) -> Iterator[Services]:
+    """The use cases without HTTP, for tests of the commit path itself."""
+    started = Services.start(settings)
+    try:
+        yield started
+    finally:
+        started.close()
+
+
+@pytest.fixture
+def api(settings: Settings) -> Iterator[TestClient]:
+    """The app in-process (lifespan included)."""
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+class LiveServer:
+    """A real uvicorn server on a free loopback port, in a thread of this process."""
+
+    def __init__(self, settings: Settings) -> None:
+        config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=0, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> LiveServer:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.01)
+        return self
+
+    @property
+    def url(self) -> str:
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=20)
+
+
+@pytest.fixture
+def live_server(settings: Settings) -> Iterator[LiveServer]:
+    with LiveServer(settings) as server:
+        yield server
+
+
+@pytest.fixture
+def http(live_server: LiveServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=live_server.url, timeout=60) as client:
+        yield client
