@@ -27,8 +27,8 @@ from coordinator.domain.live_files import Identifier, LiveFiles
 KeyDecoder = Callable[[bytes], tuple[object, ...]]
 
 
-@dataclass(frozen=True)
-class Conflict(Exception):
+@dataclass(eq=False)
+class Conflict(Exception):  # not frozen: raising sets __traceback__
     """Why a snapshot cannot apply; `winning_snapshot_id` is the snapshot that got there first."""
 
     type: str

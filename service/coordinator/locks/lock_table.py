@@ -116,8 +116,8 @@ class LockTable:
         with self._engine.connect() as conn:
             now = int(conn.execute(self._now).scalar_one())
             rows = conn.execute(
-                select(LockRow).where(LockRow.owner.is_not(None), LockRow.expires_at_ms >= now)
-            ).scalars()
-            return [
-                HeldLock(r.lock_id, r.owner or "", r.epoch, r.acquired_at_ms, r.expires_at_ms) for r in rows
-            ]
+                select(LockRow.lock_id, LockRow.owner, LockRow.epoch, LockRow.acquired_at_ms, LockRow.expires_at_ms)
+                .where(LockRow.owner.is_not(None), LockRow.expires_at_ms >= now)
+                .order_by(LockRow.lock_id)
+            ).all()
+            return [HeldLock(r[0], r[1] or "", int(r[2]), int(r[3]), int(r[4])) for r in rows]

@@ -113,6 +113,20 @@ class Committer:
         attempt.timings["total"] = round((time.perf_counter() - started) * 1000, 3)
         return response.model_copy(update={"timings": attempt.timings})
 
+    def commit_holding(
+        self, lease: Lease, table_id: str, request: CommitRequest, *, idempotency_key: str | None = None
+    ) -> CommitResponse:
+        """Commit while already holding `lease` on the table's lock; the commit point re-checks the lease.
+
+        Raises:
+            TableNotFound, InvalidRequest, CommitConflict (LOCK_LOST when the lease ran out).
+        """
+        table = self._tables.get(table_id)
+        resolved = resolve_committable(request, table.shape, now_millis=local_millis())
+        return self._commit_locked(
+            table, request, resolved, lease, idempotency_key, _Attempt(), time.perf_counter()
+        )
+
     def _replay(
         self, table: Table, request: CommitRequest, idempotency_key: str | None
     ) -> CommitResponse | None:
