@@ -1,0 +1,125 @@
+"""Two service processes on one PostgreSQL, eight writer threads: every commit lands exactly once."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, text
+
+from tests.conftest import OWNED_TABLES
+from tests.paimon_files import PaimonTable, pypaimon_rows
+
+WRITERS = 8
+COMMITS = 25
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class ServiceProcess:
+    """`coordinator serve` in its own OS process."""
+
+    def __init__(self, database_url: str, warehouse: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {**os.environ, "COORDINATOR_LOCK_ACQUIRE_TIMEOUT_SECONDS": "60"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "coordinator.cli", "serve", "--database-url", database_url,
+             "--warehouse", str(warehouse), "--port", str(self.port)],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, "coordinator exited at start"
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise TimeoutError("coordinator did not become healthy")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture
+def two_services(pg_url: str, warehouse: Path) -> Iterator[list[ServiceProcess]]:
+    engine = create_engine(pg_url)
+    with engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {', '.join(OWNED_TABLES)} RESTART IDENTITY CASCADE"))
+    engine.dispose()
+    services = [ServiceProcess(pg_url, warehouse) for _ in range(2)]
+    try:
+        for service in services:
+            service.wait_ready()
+        yield services
+    finally:
+        for service in services:
+            service.stop()
+
+
+@pytest.mark.slow
+def test_two_processes_eight_writers(two_services: list[ServiceProcess], warehouse: Path) -> None:
+    first = two_services[0]
+    created = httpx.post(f"{first.url}/tables", json={
+        "database": "db", "name": "events", "fields": [{"name": "id", "type": "BIGINT"}, {"name": "w", "type": "INT"}],
+    })
+    assert created.status_code == 201, created.text
+    table = PaimonTable(created.json())
+    results: list[tuple[int, int, Any]] = []
+    errors: list[BaseException] = []
+    guard = threading.Lock()
+
+    def writer(n: int) -> None:
+        clients = [httpx.Client(base_url=s.url, timeout=120) for s in two_services]
+        try:
+            for k in range(1, COMMITS + 1):
+                row = {"id": n * 1000 + k, "w": n}
+                body = {"commitUser": f"writer-{n}", "identifier": k,
+                        "messages": [table.message(row, newFiles=[table.append_file([row])])]}
+                response = clients[(n + k) % 2].post(f"/tables/{table.id}/commits", json=body)
+                with guard:
+                    results.append((n, k, response))
+        except BaseException as e:  # surfaced below: a thread's failure must fail the test
+            errors.append(e)
+        finally:
+            for c in clients:
+                c.close()
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(WRITERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(results) == WRITERS * COMMITS
+    assert all(r.status_code == 201 for _, _, r in results), [r.text for _, _, r in results if r.status_code != 201][:3]
+    ids = sorted(s["id"] for _, _, r in results for s in r.json()["snapshots"])
+    assert ids == list(range(1, WRITERS * COMMITS + 1))
+    snapshot_files = {p.name for p in (table.location / "snapshot").iterdir() if p.name.startswith("snapshot-")}
+    assert snapshot_files == {f"snapshot-{i}" for i in ids}
+    rows = pypaimon_rows(warehouse, table.id)
+    assert sorted(r["id"] for r in rows) == sorted(n * 1000 + k for n in range(WRITERS) for k in range(1, COMMITS + 1))
+    history = httpx.get(f"{first.url}/tables/{table.id}/commits", params={"limit": 1000}).json()["commits"]
+    assert len(history) == WRITERS * COMMITS and {c["outcome"] for c in history} == {"committed"}
