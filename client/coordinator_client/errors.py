@@ -1,0 +1,194 @@
+"""The client's exceptions: one tree, so callers can catch as broadly or as narrowly as they need.
+
+    CoordinatorClientError
+    ├── TransportError            no answer: connection failure, timeout (wraps the httpx error)
+    ├── ApiError                  the service answered with an ErrorResponse (status_code, code, message,
+    │   │                         field, body)
+    │   ├── BadRequest            400, 413, 422: the request is invalid; `field` names the culprit
+    │   ├── NotFound              404: no such table, snapshot or commit
+    │   ├── Conflict              409: `conflict` (ConflictModel) of a commit conflict, `type`, `retryable`
+    │   ├── ServiceUnavailable    503: the service did nothing (table lock busy); `retry_after` seconds
+    │   └── ServerError           any other 5xx
+    └── CommitStateUnknown        a commit's outcome could not be determined even after asking the service
+
+Other statuses (e.g. 401, 405) raise a plain ApiError. Invalid request *models* are rejected before
+anything is sent, with pydantic's ValidationError.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Mapping
+
+import httpx
+from pydantic import ValidationError
+
+from coordinator_client.models import ConflictModel, ErrorResponse
+
+__all__ = [
+    "ApiError",
+    "BadRequest",
+    "CommitStateUnknown",
+    "Conflict",
+    "CoordinatorClientError",
+    "NotFound",
+    "ServerError",
+    "ServiceUnavailable",
+    "TransportError",
+    "api_error",
+]
+
+
+class CoordinatorClientError(Exception):
+    """Root of every error the client raises on purpose."""
+
+
+class TransportError(CoordinatorClientError):
+    """No answer from the service: the connection failed or timed out (`__cause__` is the httpx error)."""
+
+    def __init__(self, message: str, *, method: str, url: str, cause: httpx.TransportError) -> None:
+        super().__init__(message)
+        self.method = method
+        self.url = url
+        self.cause = cause
+        self.__cause__ = cause
+
+    @classmethod
+    def wrap(cls, error: httpx.TransportError, *, method: str, url: str) -> TransportError:
+        detail = str(error) or type(error).__name__
+        return cls(f"{method} {url}: {type(error).__name__}: {detail}", method=method, url=url, cause=error)
+
+    @property
+    def may_have_reached_service(self) -> bool:
+        """False only when the request certainly never left: the connection could not be opened."""
+        return not isinstance(self.cause, (httpx.ConnectError, httpx.ConnectTimeout))
+
+
+class ApiError(CoordinatorClientError):
+    """The service answered with an error status and an ErrorResponse body."""
+
+    def __init__(
+        self, status_code: int, body: ErrorResponse, *, headers: Mapping[str, str] | None = None
+    ) -> None:
+        super().__init__(f"{status_code} {body.code}: {body.message}")
+        self.status_code = status_code
+        self.body = body
+        self.headers = httpx.Headers(headers)
+
+    @property
+    def code(self) -> str:
+        return self.body.code
+
+    @property
+    def message(self) -> str:
+        return self.body.message
+
+    @property
+    def field(self) -> str | None:
+        return self.body.field
+
+
+class BadRequest(ApiError):
+    """400, 413 or 422: the service refused the request as invalid; `field` names the offending field."""
+
+
+class NotFound(ApiError):
+    """404: the table, snapshot or commit does not exist."""
+
+
+class Conflict(ApiError):
+    """409: a commit conflict (with its structured `conflict`) or an already existing table."""
+
+    @property
+    def conflict(self) -> ConflictModel | None:
+        return self.body.conflict
+
+    @property
+    def type(self) -> str | None:
+        """The conflict type, e.g. DELETED_FILE_MISSING; None for a 409 that is not a commit conflict."""
+        return self.body.conflict.type if self.body.conflict is not None else None
+
+    @property
+    def retryable(self) -> bool:
+        """True when re-planning the commit on the new table state may succeed (e.g. BASE_SNAPSHOT_MOVED)."""
+        return self.body.conflict.retryable if self.body.conflict is not None else False
+
+
+class ServiceUnavailable(ApiError):
+    """503: the service did nothing (typically the table lock stayed busy); retry after `retry_after` s."""
+
+    @property
+    def retry_after(self) -> float | None:
+        """The Retry-After header in seconds; None when absent or unreadable."""
+        return parse_retry_after(self.headers.get("retry-after"))
+
+
+class ServerError(ApiError):
+    """A 5xx other than 503: the service failed; for a commit the outcome must be asked, not assumed."""
+
+
+class CommitStateUnknown(CoordinatorClientError):
+    """Whether a commit was applied could not be determined, even after asking the service.
+
+    The commit may still be applied later (a request may be in flight). Resolve it by asking
+    `commit_outcome(table_id, commit_user, identifier)` later, or by resending the very same commit
+    (same commitUser, identifier and `idempotency_key`): the service deduplicates it.
+    """
+
+    def __init__(
+        self,
+        *,
+        table_id: str,
+        commit_user: str,
+        identifier: int,
+        idempotency_key: str,
+        cause: BaseException,
+    ) -> None:
+        super().__init__(
+            f"outcome of commit {commit_user!r}/{identifier} on table {table_id} is unknown: {cause}"
+        )
+        self.table_id = table_id
+        self.commit_user = commit_user
+        self.identifier = identifier
+        self.idempotency_key = idempotency_key
+        self.cause = cause
+        self.__cause__ = cause
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Retry-After as seconds from now: delta-seconds or an HTTP date; None when absent or unreadable."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+_BY_STATUS: dict[int, type[ApiError]] = {
+    400: BadRequest,
+    404: NotFound,
+    409: Conflict,
+    413: BadRequest,
+    422: BadRequest,
+    503: ServiceUnavailable,
+}
+
+
+def api_error(response: httpx.Response) -> ApiError:
+    """The ApiError subclass for an error response; a body that is not an ErrorResponse is summarized."""
+    status = response.status_code
+    try:
+        body = ErrorResponse.model_validate_json(response.content)
+    except ValidationError:
+        text = response.text.strip()[:500] or response.reason_phrase or "no body"
+        body = ErrorResponse(code=f"HTTP_{status}", message=text)
+    cls = _BY_STATUS.get(status) or (ServerError if status >= 500 else ApiError)
+    return cls(status, body, headers=response.headers)

@@ -1,0 +1,519 @@
+"""Paimon manifest files and manifest lists: Avro bytes <-> immutable records (record version 2).
+
+The Avro schemas carry exactly the fields pypaimon 2.1.0 writes, which is Java Paimon's set plus two
+manifest-list fields (``_TOTAL_BUCKETS``, ``_EXTRA_FILES``); Java maps fields by name and ignores them.
+Encoding and decoding use fastavro. Decoding reads with the writer's schema and tolerates absent
+optional and unknown extra fields, so files written by pypaimon, Java Paimon or older versions decode.
+
+Partition statistics design: :func:`manifest_file_meta` takes the partition ``SimpleStats`` ready-made,
+because comparing partition values needs the partition types, which this module does not know.
+:func:`partition_stats` computes them from the partition BinaryRows given a row decoder and encoder
+(e.g. ``binary_row.decode_row``/``encode_row`` bound to the partition types).
+"""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from enum import IntEnum
+from typing import Any, ClassVar, Final, Protocol, TypeVar, cast
+
+import fastavro
+
+_VERSION: Final = 2
+_CODEC: Final = "zstandard"  # Paimon's default manifest.compression is zstd
+# A BinaryRow of arity 0: 4-byte arity plus the 8-byte header word (see binary_row.EMPTY_ROW).
+_EMPTY_ROW: Final = bytes(12)
+
+_T = TypeVar("_T")
+
+# --------------------------------------------------------------------------------------------------
+# Records
+# --------------------------------------------------------------------------------------------------
+
+
+class FileKind(IntEnum):
+    """Whether a manifest entry adds or deletes a data file."""
+
+    ADD = 0
+    DELETE = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleStats:
+    """Min/max BinaryRows and per-field null counts (``None`` counts mean unknown)."""
+
+    min_values: bytes
+    max_values: bytes
+    null_counts: tuple[int | None, ...] | None
+
+    EMPTY: ClassVar[SimpleStats]
+
+
+SimpleStats.EMPTY = SimpleStats(_EMPTY_ROW, _EMPTY_ROW, ())
+
+
+@dataclass(frozen=True, slots=True)
+class DataFileMeta:
+    """Metadata of one data file as stored in a manifest entry's ``_FILE`` record."""
+
+    file_name: str
+    file_size: int
+    row_count: int
+    min_key: bytes
+    max_key: bytes
+    key_stats: SimpleStats
+    value_stats: SimpleStats
+    min_sequence_number: int
+    max_sequence_number: int
+    schema_id: int
+    level: int
+    extra_files: tuple[str, ...] = ()
+    creation_time: int | None = None  # millis; Paimon stores local wall-clock time
+    delete_row_count: int | None = None
+    embedded_index: bytes | None = None
+    file_source: int | None = None  # 0 = APPEND, 1 = COMPACT
+    # () = no value stats (pypaimon's default), None = stats over every written column.
+    value_stats_cols: tuple[str, ...] | None = ()
+    external_path: str | None = None
+    first_row_id: int | None = None
+    write_cols: tuple[str, ...] | None = None
+    write_cols_sequences: tuple[int, ...] | None = None
+
+
+FileIdentifier = tuple[bytes, int, int, str, tuple[str, ...], bytes | None, str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestEntry:
+    """One ADD or DELETE of a data file in a (partition, bucket)."""
+
+    kind: FileKind
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    file: DataFileMeta
+
+    @property
+    def identifier(self) -> FileIdentifier:
+        """Identity used to match a DELETE with its ADD (Paimon's FileEntry.Identifier)."""
+        f = self.file
+        return (self.partition, self.bucket, f.level, f.file_name, f.extra_files, f.embedded_index,
+                f.external_path)
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestFileMeta:
+    """One manifest file as listed in a manifest list."""
+
+    file_name: str
+    file_size: int
+    num_added_files: int
+    num_deleted_files: int
+    partition_stats: SimpleStats
+    schema_id: int
+    min_bucket: int | None = None
+    max_bucket: int | None = None
+    min_level: int | None = None
+    max_level: int | None = None
+    min_row_id: int | None = None
+    max_row_id: int | None = None
+    total_buckets: int | None = None
+    extra_files: tuple[str, ...] | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# Avro schemas. They go verbatim into each file header; the record encoders below must follow the
+# field order. Record names follow Java's converter, though readers ignore them.
+# --------------------------------------------------------------------------------------------------
+
+_NAMESPACE = "org.apache.paimon.avro.generated"
+_STRINGS = {"type": "array", "items": "string"}
+
+
+def _optional(name: str, avro_type: object) -> dict[str, object]:
+    return {"name": name, "type": ["null", avro_type], "default": None}
+
+
+def _stats_schema(name: str) -> dict[str, object]:
+    return {
+        "type": "record",
+        "name": name,
+        "fields": [
+            {"name": "_MIN_VALUES", "type": "bytes"},
+            {"name": "_MAX_VALUES", "type": "bytes"},
+            _optional("_NULL_COUNTS", {"type": "array", "items": ["null", "long"]}),
+        ],
+    }
+
+
+MANIFEST_SCHEMA: Final[Mapping[str, object]] = {
+    "type": "record",
+    "name": "record",
+    "namespace": _NAMESPACE,
+    "fields": [
+        {"name": "_VERSION", "type": "int"},
+        {"name": "_KIND", "type": "int"},
+        {"name": "_PARTITION", "type": "bytes"},
+        {"name": "_BUCKET", "type": "int"},
+        {"name": "_TOTAL_BUCKETS", "type": "int"},
+        {"name": "_FILE", "type": {
+            "type": "record",
+            "name": "record__FILE",
+            "fields": [
+                {"name": "_FILE_NAME", "type": "string"},
+                {"name": "_FILE_SIZE", "type": "long"},
+                {"name": "_ROW_COUNT", "type": "long"},
+                {"name": "_MIN_KEY", "type": "bytes"},
+                {"name": "_MAX_KEY", "type": "bytes"},
+                {"name": "_KEY_STATS", "type": _stats_schema("record__FILE__KEY_STATS")},
+                {"name": "_VALUE_STATS", "type": _stats_schema("record__FILE__VALUE_STATS")},
+                {"name": "_MIN_SEQUENCE_NUMBER", "type": "long"},
+                {"name": "_MAX_SEQUENCE_NUMBER", "type": "long"},
+                {"name": "_SCHEMA_ID", "type": "long"},
+                {"name": "_LEVEL", "type": "int"},
+                {"name": "_EXTRA_FILES", "type": _STRINGS},
+                _optional("_CREATION_TIME", {"type": "long", "logicalType": "timestamp-millis"}),
+                _optional("_DELETE_ROW_COUNT", "long"),
+                _optional("_EMBEDDED_FILE_INDEX", "bytes"),
+                _optional("_FILE_SOURCE", "int"),
+                _optional("_VALUE_STATS_COLS", _STRINGS),
+                _optional("_EXTERNAL_PATH", "string"),
+                _optional("_FIRST_ROW_ID", "long"),
+                _optional("_WRITE_COLS", _STRINGS),
+                _optional("_WRITE_COLS_SEQUENCES", {"type": "array", "items": "long"}),
+            ],
+        }},
+    ],
+}
+
+MANIFEST_LIST_SCHEMA: Final[Mapping[str, object]] = {
+    "type": "record",
+    "name": "record",
+    "namespace": _NAMESPACE,
+    "fields": [
+        {"name": "_VERSION", "type": "int"},
+        {"name": "_FILE_NAME", "type": "string"},
+        {"name": "_FILE_SIZE", "type": "long"},
+        {"name": "_NUM_ADDED_FILES", "type": "long"},
+        {"name": "_NUM_DELETED_FILES", "type": "long"},
+        {"name": "_PARTITION_STATS", "type": _stats_schema("record__PARTITION_STATS")},
+        {"name": "_SCHEMA_ID", "type": "long"},
+        _optional("_MIN_BUCKET", "int"),
+        _optional("_MAX_BUCKET", "int"),
+        _optional("_MIN_LEVEL", "int"),
+        _optional("_MAX_LEVEL", "int"),
+        _optional("_MIN_ROW_ID", "long"),
+        _optional("_MAX_ROW_ID", "long"),
+        _optional("_TOTAL_BUCKETS", "int"),
+        _optional("_EXTRA_FILES", _STRINGS),
+    ],
+}
+
+# --------------------------------------------------------------------------------------------------
+# Encoding: plain dicts in Avro field order, written by fastavro with the schema parsed once.
+# --------------------------------------------------------------------------------------------------
+
+_PARSED_MANIFEST: Final = fastavro.parse_schema(dict(MANIFEST_SCHEMA))
+_PARSED_MANIFEST_LIST: Final = fastavro.parse_schema(dict(MANIFEST_LIST_SCHEMA))
+_INT_RANGE: Final = range(-0x8000_0000, 0x8000_0000)
+_LONG_RANGE: Final = range(-(2**63), 2**63)
+
+
+def _int(n: int) -> int:
+    # Java's Avro decoder rejects an int field beyond 32 bits, so fail here with a clear message.
+    if n not in _INT_RANGE:
+        raise ValueError(f"{n} does not fit an Avro int")
+    return n
+
+
+def _long(n: int | None) -> int | None:
+    if n is not None and n not in _LONG_RANGE:
+        raise ValueError(f"{n} does not fit an Avro long")
+    return n
+
+
+def _stats_record(stats: SimpleStats) -> dict[str, Any]:
+    # fastavro reads a tuple inside a union as (branch, value), so arrays go in as lists.
+    nulls = None if stats.null_counts is None else list(stats.null_counts)
+    return {"_MIN_VALUES": stats.min_values, "_MAX_VALUES": stats.max_values, "_NULL_COUNTS": nulls}
+
+
+def _list_or_none(values: tuple[Any, ...] | None) -> list[Any] | None:
+    return None if values is None else list(values)
+
+
+def _entry_record(entry: ManifestEntry) -> dict[str, Any]:
+    f = entry.file
+    return {
+        "_VERSION": _VERSION,
+        "_KIND": int(entry.kind),
+        "_PARTITION": entry.partition,
+        "_BUCKET": _int(entry.bucket),
+        "_TOTAL_BUCKETS": _int(entry.total_buckets),
+        "_FILE": {
+            "_FILE_NAME": f.file_name,
+            "_FILE_SIZE": _long(f.file_size),
+            "_ROW_COUNT": _long(f.row_count),
+            "_MIN_KEY": f.min_key,
+            "_MAX_KEY": f.max_key,
+            "_KEY_STATS": _stats_record(f.key_stats),
+            "_VALUE_STATS": _stats_record(f.value_stats),
+            "_MIN_SEQUENCE_NUMBER": _long(f.min_sequence_number),
+            "_MAX_SEQUENCE_NUMBER": _long(f.max_sequence_number),
+            "_SCHEMA_ID": _long(f.schema_id),
+            "_LEVEL": _int(f.level),
+            "_EXTRA_FILES": list(f.extra_files),
+            # Raw millis: the logical type would make fastavro shift naive datetimes by the local zone.
+            "_CREATION_TIME": _long(f.creation_time),
+            "_DELETE_ROW_COUNT": _long(f.delete_row_count),
+            "_EMBEDDED_FILE_INDEX": f.embedded_index,
+            "_FILE_SOURCE": None if f.file_source is None else _int(f.file_source),
+            "_VALUE_STATS_COLS": _list_or_none(f.value_stats_cols),
+            "_EXTERNAL_PATH": f.external_path,
+            "_FIRST_ROW_ID": _long(f.first_row_id),
+            "_WRITE_COLS": _list_or_none(f.write_cols),
+            "_WRITE_COLS_SEQUENCES": _list_or_none(f.write_cols_sequences),
+        },
+    }
+
+
+def _meta_record(meta: ManifestFileMeta) -> dict[str, Any]:
+    def small(n: int | None) -> int | None:
+        return None if n is None else _int(n)
+
+    return {
+        "_VERSION": _VERSION,
+        "_FILE_NAME": meta.file_name,
+        "_FILE_SIZE": _long(meta.file_size),
+        "_NUM_ADDED_FILES": _long(meta.num_added_files),
+        "_NUM_DELETED_FILES": _long(meta.num_deleted_files),
+        "_PARTITION_STATS": _stats_record(meta.partition_stats),
+        "_SCHEMA_ID": _long(meta.schema_id),
+        "_MIN_BUCKET": small(meta.min_bucket),
+        "_MAX_BUCKET": small(meta.max_bucket),
+        "_MIN_LEVEL": small(meta.min_level),
+        "_MAX_LEVEL": small(meta.max_level),
+        "_MIN_ROW_ID": _long(meta.min_row_id),
+        "_MAX_ROW_ID": _long(meta.max_row_id),
+        "_TOTAL_BUCKETS": small(meta.total_buckets),
+        "_EXTRA_FILES": _list_or_none(meta.extra_files),
+    }
+
+
+def _container(schema: Any, records: Iterable[dict[str, Any]]) -> bytes:
+    buffer = io.BytesIO()
+    fastavro.writer(buffer, schema, records, codec=_CODEC, sync_interval=64_000)  # Java Avro's interval
+    return buffer.getvalue()
+
+
+def encode_manifest(entries: Sequence[ManifestEntry]) -> bytes:
+    """Serialise manifest entries into the bytes of one Avro manifest file."""
+    return _container(_PARSED_MANIFEST, map(_entry_record, entries))
+
+
+def encode_manifest_list(metas: Sequence[ManifestFileMeta]) -> bytes:
+    """Serialise manifest file metas into the bytes of one Avro manifest-list file."""
+    return _container(_PARSED_MANIFEST_LIST, map(_meta_record, metas))
+
+
+# --------------------------------------------------------------------------------------------------
+# Decoding (the only place that sees fastavro's untyped dicts)
+# --------------------------------------------------------------------------------------------------
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MILLISECOND: Final = timedelta(milliseconds=1)
+
+
+def _tuple_or_none(values: list[Any] | None) -> tuple[Any, ...] | None:
+    return None if values is None else tuple(values)
+
+
+def _millis(value: object) -> int | None:
+    # fastavro turns timestamp-millis into an aware UTC datetime; a writer without the logical type
+    # (or local-timestamp-millis, which gives a naive datetime) must round-trip to the same long.
+    if value is None or isinstance(value, int):
+        return value
+    if isinstance(value, datetime):
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+        return (aware - _EPOCH) // _MILLISECOND
+    raise ValueError(f"unexpected _CREATION_TIME value {value!r}")
+
+
+def _stats_from(record: Mapping[str, Any]) -> SimpleStats:
+    lo, hi, nulls = record["_MIN_VALUES"], record["_MAX_VALUES"], record.get("_NULL_COUNTS")
+    if lo == _EMPTY_ROW and hi == _EMPTY_ROW and nulls == []:
+        return SimpleStats.EMPTY  # share the common empty-stats object across big manifests
+    return SimpleStats(lo, hi, _tuple_or_none(nulls))
+
+
+def _check_version(record: Mapping[str, Any]) -> None:
+    version = record["_VERSION"]
+    if version != _VERSION:
+        raise ValueError(f"unsupported manifest record _VERSION {version} (expected {_VERSION})")
+
+
+def _entry_from(record: Mapping[str, Any]) -> ManifestEntry:
+    _check_version(record)
+    f = record["_FILE"]
+    meta = DataFileMeta(
+        file_name=f["_FILE_NAME"],
+        file_size=f["_FILE_SIZE"],
+        row_count=f["_ROW_COUNT"],
+        min_key=f["_MIN_KEY"],
+        max_key=f["_MAX_KEY"],
+        key_stats=_stats_from(f["_KEY_STATS"]),
+        value_stats=_stats_from(f["_VALUE_STATS"]),
+        min_sequence_number=f["_MIN_SEQUENCE_NUMBER"],
+        max_sequence_number=f["_MAX_SEQUENCE_NUMBER"],
+        schema_id=f["_SCHEMA_ID"],
+        level=f["_LEVEL"],
+        extra_files=tuple(f.get("_EXTRA_FILES") or ()),
+        creation_time=_millis(f.get("_CREATION_TIME")),
+        delete_row_count=f.get("_DELETE_ROW_COUNT"),
+        embedded_index=f.get("_EMBEDDED_FILE_INDEX"),
+        file_source=f.get("_FILE_SOURCE"),
+        # Absent (older writers) means stats over all columns, which is what null says.
+        value_stats_cols=_tuple_or_none(f.get("_VALUE_STATS_COLS")),
+        external_path=f.get("_EXTERNAL_PATH"),
+        first_row_id=f.get("_FIRST_ROW_ID"),
+        write_cols=_tuple_or_none(f.get("_WRITE_COLS")),
+        write_cols_sequences=_tuple_or_none(f.get("_WRITE_COLS_SEQUENCES")),
+    )
+    return ManifestEntry(
+        kind=FileKind(record["_KIND"]),
+        partition=record["_PARTITION"],
+        bucket=record["_BUCKET"],
+        total_buckets=record["_TOTAL_BUCKETS"],
+        file=meta,
+    )
+
+
+def _meta_from(record: Mapping[str, Any]) -> ManifestFileMeta:
+    _check_version(record)
+    return ManifestFileMeta(
+        file_name=record["_FILE_NAME"],
+        file_size=record["_FILE_SIZE"],
+        num_added_files=record["_NUM_ADDED_FILES"],
+        num_deleted_files=record["_NUM_DELETED_FILES"],
+        partition_stats=_stats_from(record["_PARTITION_STATS"]),
+        schema_id=record["_SCHEMA_ID"],
+        min_bucket=record.get("_MIN_BUCKET"),
+        max_bucket=record.get("_MAX_BUCKET"),
+        min_level=record.get("_MIN_LEVEL"),
+        max_level=record.get("_MAX_LEVEL"),
+        min_row_id=record.get("_MIN_ROW_ID"),
+        max_row_id=record.get("_MAX_ROW_ID"),
+        total_buckets=record.get("_TOTAL_BUCKETS"),
+        extra_files=_tuple_or_none(record.get("_EXTRA_FILES")),
+    )
+
+
+def _records(data: bytes, what: str) -> Iterator[Mapping[str, Any]]:
+    try:
+        for record in fastavro.reader(io.BytesIO(data)):
+            yield cast(Mapping[str, Any], record)
+    except Exception as exc:
+        # Corrupt input surfaces as many types (EOFError, struct errors, the zstd backend's own error);
+        # callers only need to know the bytes are unreadable.
+        raise ValueError(f"corrupt {what}: {exc}") from exc
+
+
+def decode_manifest(data: bytes) -> list[ManifestEntry]:
+    """Parse the bytes of an Avro manifest file into its entries."""
+    try:
+        return [_entry_from(r) for r in _records(data, "manifest file")]
+    except KeyError as exc:
+        raise ValueError(f"manifest entry lacks required field {exc.args[0]}") from exc
+
+
+def decode_manifest_list(data: bytes) -> list[ManifestFileMeta]:
+    """Parse the bytes of an Avro manifest-list file into its manifest file metas."""
+    try:
+        return [_meta_from(r) for r in _records(data, "manifest list")]
+    except KeyError as exc:
+        raise ValueError(f"manifest-list record lacks required field {exc.args[0]}") from exc
+
+
+# --------------------------------------------------------------------------------------------------
+# Manifest-list metadata
+# --------------------------------------------------------------------------------------------------
+
+
+class _Ordered(Protocol):
+    def __lt__(self, other: object, /) -> bool: ...
+
+
+def partition_stats(
+    partitions: Iterable[bytes],
+    decode: Callable[[bytes], Sequence[object]],
+    encode: Callable[[Sequence[object]], bytes],
+    arity: int,
+) -> SimpleStats:
+    """Min/max (ignoring nulls) and null counts per partition field over one partition row per entry."""
+    mins: list[object] = [None] * arity
+    maxs: list[object] = [None] * arity
+    nulls = [0] * arity
+    # Entries share few partitions: decode each distinct row once, but count nulls per entry.
+    for raw, count in Counter(partitions).items():
+        values = decode(raw)
+        if len(values) != arity:
+            raise ValueError(f"partition row has {len(values)} fields, expected {arity}")
+        for i, value in enumerate(values):
+            if value is None:
+                nulls[i] += count
+                continue
+            lo, hi = mins[i], maxs[i]
+            if lo is None or cast(_Ordered, value) < lo:
+                mins[i] = value
+            if hi is None or cast(_Ordered, hi) < value:
+                maxs[i] = value
+    return SimpleStats(encode(mins), encode(maxs), tuple(nulls))
+
+
+def _row_id_range(entries: Sequence[ManifestEntry]) -> tuple[int | None, int | None]:
+    # Only meaningful when every file carries row ids (row tracking); otherwise unknown.
+    firsts = [e.file.first_row_id for e in entries]
+    if not entries or any(first is None for first in firsts):
+        return None, None
+    starts = cast(list[int], firsts)
+    ends = [start + e.file.row_count - 1 for start, e in zip(starts, entries, strict=True)]
+    return min(starts), max(ends)
+
+
+def manifest_file_meta(
+    file_name: str,
+    file_size: int,
+    entries: Sequence[ManifestEntry],
+    schema_id: int,
+    partition_stats: SimpleStats,
+) -> ManifestFileMeta:
+    """Describe a manifest file of ``entries`` for a manifest list: counts, bucket/level/row-id ranges."""
+    added = sum(1 for e in entries if e.kind == FileKind.ADD)
+    buckets = [e.bucket for e in entries]
+    levels = [e.file.level for e in entries]
+    # pypaimon prunes manifests by bucket only with one common positive bucket count; anything else
+    # (bucket-unaware -1, postpone -2, or rescaled partitions) must stay unknown.
+    counts = {e.total_buckets for e in entries}
+    total_buckets = next(iter(counts)) if len(counts) == 1 else None
+    if total_buckets is not None and total_buckets <= 0:
+        total_buckets = None
+    min_row_id, max_row_id = _row_id_range(entries)
+    return ManifestFileMeta(
+        file_name=file_name,
+        file_size=file_size,
+        num_added_files=added,
+        num_deleted_files=len(entries) - added,
+        partition_stats=partition_stats,
+        schema_id=schema_id,
+        min_bucket=min(buckets, default=None),
+        max_bucket=max(buckets, default=None),
+        min_level=min(levels, default=None),
+        max_level=max(levels, default=None),
+        min_row_id=min_row_id,
+        max_row_id=max_row_id,
+        total_buckets=total_buckets,
+    )

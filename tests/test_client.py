@@ -1,0 +1,578 @@
+"""CoordinatorClient and AsyncCoordinatorClient: against a real server, and against a faked network.
+
+The real-server tests run uvicorn in a thread on a free port over a fresh SQLite database and warehouse.
+The retry tests fake only the network (httpx.MockTransport) and run every scenario with both clients.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import uvicorn
+
+import coordinator_client
+import coordinator_client.client as client_module
+from coordinator.app import create_app
+from coordinator.settings import Settings
+from coordinator_client import (
+    ApiError,
+    AsyncCoordinatorClient,
+    BadRequest,
+    CommitMessageModel,
+    CommitRequest,
+    CommitStateUnknown,
+    Conflict,
+    CoordinatorClient,
+    CoordinatorClientError,
+    CreateTableRequest,
+    DataFileModel,
+    FieldSpec,
+    NotFound,
+    ServerError,
+    ServiceUnavailable,
+    TransportError,
+)
+
+DT = "2024-01-01"
+PARTITION = {"dt": DT}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+# ---------------------------------------------------------------- a real server
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def server_url(tmp_path: Path) -> Iterator[str]:
+    settings = Settings(database_url=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    config = uvicorn.Config(
+        create_app(settings), host="127.0.0.1", port=_free_port(), log_level="warning", ws="none"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="coordinator-test-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive(), "the server did not start"
+        assert time.monotonic() < deadline, "the server did not start within 30 s"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{config.port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def _table_request(name: str) -> CreateTableRequest:
+    return CreateTableRequest(
+        database="db",
+        name=name,
+        fields=[FieldSpec(name="dt", type="STRING"), FieldSpec(name="v", type="BIGINT")],
+        partition_keys=["dt"],
+    )
+
+
+def _write_file(location: str, name: str, rows: int) -> DataFileModel:
+    """A real parquet file in <location>/dt=.../bucket-0/, described with its real size."""
+    path = Path(location) / f"dt={DT}" / "bucket-0" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"dt": [DT] * rows, "v": list(range(rows))}), path)
+    return DataFileModel(file_name=name, file_size=path.stat().st_size, row_count=rows)
+
+
+def _append(user: str, identifier: int, *files: DataFileModel) -> CommitRequest:
+    message = CommitMessageModel(partition=PARTITION, bucket=0, new_files=list(files))
+    return CommitRequest(commit_user=user, identifier=identifier, messages=[message])
+
+
+def _compact(user: str, identifier: int, before: DataFileModel, after: DataFileModel) -> CommitRequest:
+    message = CommitMessageModel(
+        partition=PARTITION,
+        bucket=0,
+        compact_before=[before],
+        compact_after=[after.model_copy(update={"level": 0})],
+    )
+    return CommitRequest(commit_user=user, identifier=identifier, messages=[message])
+
+
+def _bad_partition(user: str) -> dict[str, Any]:
+    """Valid for the client's models, refused by the service (no such partition key)."""
+    return {"commitUser": user, "identifier": 9, "messages": [{"partition": {"nope": DT}, "bucket": 0}]}
+
+
+def test_every_method_against_a_real_server(server_url: str) -> None:
+    with CoordinatorClient(server_url, timeout=60) as client:
+        health = client.health()
+        assert health.status == "ok"
+        assert health.database == "sqlite"
+
+        table = client.create_table(_table_request("t"))
+        assert table.id == "db.t"
+        assert table.schema_.partition_keys == ["dt"]
+        assert table.latest_snapshot_id is None
+        assert [t.id for t in client.list_tables().tables] == ["db.t"]
+        assert client.get_table("db.t").uuid == table.uuid
+        with pytest.raises(Conflict) as exists:
+            client.create_table(_table_request("t").model_dump(by_alias=True))  # a dict works too
+        assert exists.value.status_code == 409
+        assert exists.value.code == "TABLE_ALREADY_EXISTS"
+        assert exists.value.conflict is None
+        assert exists.value.type is None
+
+        with pytest.raises(NotFound) as missing:
+            client.get_table("db.missing")
+        assert missing.value.status_code == 404
+        assert missing.value.code == "TABLE_NOT_FOUND"
+        with pytest.raises(NotFound):
+            client.latest_snapshot("db.t")  # no snapshot yet
+        assert client.live_files("db.t").files == []
+
+        # unknown -> committed, then a resend is deduplicated
+        assert client.commit_outcome("db.t", "writer", 1).status == "unknown"
+        f1 = _write_file(table.location, "data-1.parquet", 3)
+        first = client.commit("db.t", _append("writer", 1, f1))
+        assert [(s.id, s.commit_kind) for s in first.snapshots] == [(1, "APPEND")]
+        assert not first.deduplicated
+        outcome = client.commit_outcome("db.t", "writer", 1)
+        assert outcome.status == "committed"
+        assert outcome.snapshots == first.snapshots
+        again = client.commit("db.t", _append("writer", 1, f1).model_dump(by_alias=True))
+        assert again.deduplicated
+        assert again.snapshots == first.snapshots
+        keyed = client.commit(
+            "db.t",
+            _append("writer", 2, _write_file(table.location, "data-2.parquet", 2)),
+            idempotency_key="key-2",
+        )
+        resent = client.commit("db.t", _append("writer", 2), idempotency_key="key-2")  # replayed by key
+        assert resent.deduplicated
+        assert resent.snapshots == keyed.snapshots
+
+        # compaction of data-1, then a second compaction of the same file conflicts
+        f3 = _write_file(table.location, "data-3.parquet", 3)
+        compacted = client.commit("db.t", _compact("compactor", 1, f1, f3))
+        assert [s.commit_kind for s in compacted.snapshots] == ["COMPACT"]
+        f4 = _write_file(table.location, "data-4.parquet", 3)
+        with pytest.raises(Conflict) as conflict:
+            client.commit("db.t", _compact("compactor", 2, f1, f4))
+        assert conflict.value.status_code == 409
+        assert conflict.value.conflict is not None
+        assert conflict.value.conflict.type == "DELETED_FILE_MISSING"
+        assert conflict.value.type == "DELETED_FILE_MISSING"
+        assert "data-1.parquet" in conflict.value.conflict.files
+        assert not conflict.value.retryable
+        rejected = client.commit_outcome("db.t", "compactor", 2)
+        assert rejected.status == "rejected"
+        assert rejected.conflict is not None
+        assert rejected.conflict.type == "DELETED_FILE_MISSING"
+
+        with pytest.raises(BadRequest) as invalid:
+            client.commit("db.t", _bad_partition("writer"))
+        assert invalid.value.status_code == 422
+        assert invalid.value.field == "messages[0].partition.nope"
+
+        # reads
+        latest = client.latest_snapshot("db.t")
+        assert latest.id == 3
+        assert latest.commit_kind == "COMPACT"
+        assert [s.id for s in client.list_snapshots("db.t").snapshots] == [3, 2, 1]
+        assert [s.id for s in client.list_snapshots("db.t", limit=1, before=3).snapshots] == [2]
+        assert client.get_snapshot("db.t", 1).commit_user == "writer"
+        with pytest.raises(NotFound):
+            client.get_snapshot("db.t", 99)
+        files = client.live_files("db.t")
+        assert files.snapshot_id == 3
+        assert sorted(f.file_name for f in files.files) == ["data-2.parquet", "data-3.parquet"]
+        assert all(f.path.endswith(f"/dt={DT}/bucket-0/{f.file_name}") for f in files.files)
+        at_one = client.live_files("db.t", snapshot=1, partition=PARTITION)
+        assert [(f.file_name, f.file_size) for f in at_one.files] == [("data-1.parquet", f1.file_size)]
+        assert client.live_files("db.t", partition={"dt": "1999-01-01"}).files == []
+        history = client.commit_history("db.t")
+        assert [(c.commit_user, c.identifier, c.outcome) for c in history.commits][:2] == [
+            ("compactor", 2, "rejected"),
+            ("compactor", 1, "committed"),
+        ]
+        assert len(client.commit_history("db.t", limit=1).commits) == 1
+        assert client.locks().locks == []
+
+        # drop without purge, register the folder again, drop with purge
+        client.drop_table("db.t", purge=False)
+        with pytest.raises(NotFound):
+            client.get_table("db.t")
+        registered = client.register_table("db", "again", table.location)
+        assert registered.latest_snapshot_id == 3
+        assert registered.location == table.location
+        client.drop_table("db.again")
+        assert client.list_tables().tables == []
+        assert not Path(table.location).exists()
+
+
+@pytest.mark.anyio
+async def test_every_method_async_against_a_real_server(server_url: str) -> None:
+    async with AsyncCoordinatorClient(server_url, timeout=60) as client:
+        assert (await client.health()).status == "ok"
+        table = await client.create_table(_table_request("t"))
+        assert [t.id for t in (await client.list_tables()).tables] == ["db.t"]
+        assert (await client.get_table("db.t")).location == table.location
+
+        assert (await client.commit_outcome("db.t", "writer", 1)).status == "unknown"
+        f1 = _write_file(table.location, "data-1.parquet", 3)
+        first = await client.commit("db.t", _append("writer", 1, f1))
+        assert [s.id for s in first.snapshots] == [1]
+        assert (await client.commit_outcome("db.t", "writer", 1)).status == "committed"
+        assert (await client.commit("db.t", _append("writer", 1, f1))).deduplicated
+
+        f2 = _write_file(table.location, "data-2.parquet", 3)
+        await client.commit("db.t", _compact("compactor", 1, f1, f2))
+        with pytest.raises(Conflict) as conflict:
+            await client.commit(
+                "db.t", _compact("compactor", 2, f1, _write_file(table.location, "x.parquet", 1))
+            )
+        assert conflict.value.conflict is not None
+        assert conflict.value.conflict.type == "DELETED_FILE_MISSING"
+        with pytest.raises(BadRequest) as invalid:
+            await client.commit("db.t", _bad_partition("writer"))
+        assert invalid.value.field == "messages[0].partition.nope"
+        with pytest.raises(NotFound):
+            await client.get_table("db.missing")
+
+        assert (await client.latest_snapshot("db.t")).id == 2
+        assert [s.id for s in (await client.list_snapshots("db.t", limit=10, before=2)).snapshots] == [1]
+        assert (await client.get_snapshot("db.t", 2)).commit_kind == "COMPACT"
+        assert [f.file_name for f in (await client.live_files("db.t", partition=PARTITION)).files] == [
+            "data-2.parquet"
+        ]
+        assert [f.file_name for f in (await client.live_files("db.t", snapshot=1)).files] == [
+            "data-1.parquet"
+        ]
+        assert [c.outcome for c in (await client.commit_history("db.t", limit=5)).commits] == [
+            "rejected",
+            "committed",
+            "committed",
+        ]
+        assert (await client.locks()).locks == []
+
+        await client.drop_table("db.t", purge=False)
+        assert (await client.register_table("db", "t", table.location)).latest_snapshot_id == 2
+        await client.drop_table("db.t", purge=True)
+        assert (await client.list_tables()).tables == []
+
+
+# ---------------------------------------------------------------- a faked network
+
+BASE = "http://coordinator.test"
+OUTCOME_PATH = "/tables/db.t/commits/writer/7"
+COMMIT = CommitRequest(commit_user="writer", identifier=7)
+CREATED = {"snapshots": [{"id": 5, "commitKind": "APPEND"}], "deduplicated": False, "timings": {}}
+CONFLICT = {
+    "type": "DELETED_FILE_MISSING",
+    "message": "data-1.parquet is not live",
+    "files": ["data-1.parquet"],
+    "retryable": False,
+}
+
+Reply = httpx.Response | Exception
+
+
+class Network:
+    """Answers requests from a script, in order, and records them."""
+
+    def __init__(self, *script: Reply | Callable[[httpx.Request], Reply]) -> None:
+        self.script = list(script)
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        assert self.script, f"unexpected request {request.method} {request.url}"
+        reply = self.script.pop(0)
+        if callable(reply):
+            reply = reply(request)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    def sent(self) -> list[tuple[str, str]]:
+        return [(r.method, r.url.path) for r in self.requests]
+
+    def commit_keys(self) -> list[str | None]:
+        return [r.headers.get("idempotency-key") for r in self.requests if r.method == "POST"]
+
+
+def _outcome(status: str, **extra: Any) -> httpx.Response:
+    return httpx.Response(200, json={"commitUser": "writer", "identifier": 7, "status": status, **extra})
+
+
+def _timeout(request: httpx.Request) -> Exception:
+    return httpx.ReadTimeout("timed out", request=request)
+
+
+def _busy(retry_after: str | None) -> httpx.Response:
+    headers = {"Retry-After": retry_after} if retry_after is not None else {}
+    return httpx.Response(503, headers=headers, json={"code": "LOCK_UNAVAILABLE", "message": "lock busy"})
+
+
+def _error(status: int, code: str, **extra: Any) -> httpx.Response:
+    return httpx.Response(status, json={"code": code, "message": code.lower(), **extra})
+
+
+@pytest.fixture(params=["sync", "async"])
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(client_module, "_COMMIT_SEND_DELAYS", (0.0, 0.0, 0.0))
+    monkeypatch.setattr(client_module, "_OUTCOME_QUERY_DELAYS", (0.0, 0.0, 0.0))
+    assert isinstance(request.param, str)
+    return request.param
+
+
+async def _call(mode: str, network: Network, method: str, *args: Any, **kwargs: Any) -> Any:
+    """Call `method` on a sync or an async client whose network is `network`."""
+    transport = httpx.MockTransport(network)
+    if mode == "sync":
+        with CoordinatorClient(BASE, transport=transport, max_unavailable_retries=3) as client:
+            return getattr(client, method)(*args, **kwargs)
+    async with AsyncCoordinatorClient(BASE, transport=transport, max_unavailable_retries=3) as aclient:
+        return await getattr(aclient, method)(*args, **kwargs)
+
+
+@pytest.mark.anyio
+async def test_503_is_retried_after_retry_after(mode: str) -> None:
+    network = Network(_busy("0"), _busy("0"), httpx.Response(201, json=CREATED))
+    result = await _call(mode, network, "commit", "db.t", COMMIT)
+    assert [s.id for s in result.snapshots] == [5]
+    assert not result.deduplicated
+    assert network.sent() == [("POST", "/tables/db.t/commits")] * 3
+    assert len(set(network.commit_keys())) == 1
+
+
+@pytest.mark.anyio
+async def test_503_gives_up_after_max_unavailable_retries(mode: str) -> None:
+    network = Network(*[_busy("0") for _ in range(4)])
+    with pytest.raises(ServiceUnavailable) as raised:
+        await _call(mode, network, "health")
+    assert raised.value.retry_after == 0.0
+    assert raised.value.code == "LOCK_UNAVAILABLE"
+    assert len(network.requests) == 4  # the first try and max_unavailable_retries=3 retries
+
+
+def test_retry_after_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    network = Network(_busy("3600"), _busy(None), httpx.Response(200, json={"locks": []}))
+    with CoordinatorClient(BASE, transport=httpx.MockTransport(network)) as client:
+        assert client.locks().locks == []
+    assert slept == [client_module.RETRY_AFTER_CAP_SECONDS, 1.0]  # capped; then backoff without a header
+
+
+@pytest.mark.anyio
+async def test_timed_out_commit_that_committed_is_not_resent(mode: str) -> None:
+    network = Network(_timeout, _outcome("committed", snapshots=[{"id": 5, "commitKind": "APPEND"}]))
+    result = await _call(mode, network, "commit", "db.t", COMMIT)
+    assert result.deduplicated
+    assert [s.id for s in result.snapshots] == [5]
+    assert network.sent() == [("POST", "/tables/db.t/commits"), ("GET", OUTCOME_PATH)]
+    assert network.commit_keys()[0]  # an Idempotency-Key is always sent
+
+
+@pytest.mark.anyio
+async def test_unknown_outcome_resends_with_the_same_key(mode: str) -> None:
+    network = Network(_timeout, _outcome("unknown"), httpx.Response(201, json=CREATED))
+    result = await _call(mode, network, "commit", "db.t", COMMIT)
+    assert [s.id for s in result.snapshots] == [5]
+    assert network.sent() == [
+        ("POST", "/tables/db.t/commits"),
+        ("GET", OUTCOME_PATH),
+        ("POST", "/tables/db.t/commits"),
+    ]
+    first, second = network.commit_keys()
+    assert first is not None
+    assert first == second
+    assert network.requests[0].content == network.requests[2].content
+
+
+@pytest.mark.anyio
+async def test_callers_idempotency_key_is_used(mode: str) -> None:
+    network = Network(
+        _timeout, _outcome("unknown"), httpx.Response(200, json={**CREATED, "deduplicated": True})
+    )
+    result = await _call(mode, network, "commit", "db.t", COMMIT.model_dump(), idempotency_key="mine")
+    assert result.deduplicated
+    assert network.commit_keys() == ["mine", "mine"]
+    assert json.loads(network.requests[0].content)["commitUser"] == "writer"
+
+
+@pytest.mark.anyio
+async def test_server_error_then_rejected_raises_conflict(mode: str) -> None:
+    network = Network(_error(500, "INTERNAL"), _outcome("rejected", conflict=CONFLICT))
+    with pytest.raises(Conflict) as raised:
+        await _call(mode, network, "commit", "db.t", COMMIT)
+    assert raised.value.conflict is not None
+    assert raised.value.conflict.type == "DELETED_FILE_MISSING"
+    assert raised.value.type == "DELETED_FILE_MISSING"
+    assert raised.value.conflict.files == ["data-1.parquet"]
+    assert isinstance(raised.value.__cause__, ServerError)
+    assert network.sent() == [("POST", "/tables/db.t/commits"), ("GET", OUTCOME_PATH)]
+
+
+@pytest.mark.anyio
+async def test_failing_outcome_query_raises_commit_state_unknown(mode: str) -> None:
+    network = Network(_timeout, _error(500, "INTERNAL"), _timeout, _error(502, "BAD_GATEWAY"))
+    with pytest.raises(CommitStateUnknown) as raised:
+        await _call(mode, network, "commit", "db.t", COMMIT, idempotency_key="k")
+    error = raised.value
+    assert (error.table_id, error.commit_user, error.identifier, error.idempotency_key) == (
+        "db.t",
+        "writer",
+        7,
+        "k",
+    )
+    assert isinstance(error.cause, TransportError)
+    assert isinstance(error.cause.cause, httpx.ReadTimeout)
+    assert isinstance(error, CoordinatorClientError)
+    assert network.sent() == [("POST", "/tables/db.t/commits")] + [("GET", OUTCOME_PATH)] * 3
+
+
+@pytest.mark.anyio
+async def test_resends_are_bounded(mode: str) -> None:
+    network = Network(*[step for _ in range(3) for step in (_timeout, _outcome("unknown"))])
+    with pytest.raises(CommitStateUnknown):  # the last request may still be in flight
+        await _call(mode, network, "commit", "db.t", COMMIT)
+    assert network.sent().count(("POST", "/tables/db.t/commits")) == 3
+    assert len(set(network.commit_keys())) == 1
+
+
+@pytest.mark.anyio
+async def test_service_500_with_unknown_outcome_raises_server_error_after_the_resends(mode: str) -> None:
+    network = Network(*[step for _ in range(3) for step in (_error(500, "INTERNAL"), _outcome("unknown"))])
+    with pytest.raises(ServerError) as raised:  # the service answered: nothing is in flight
+        await _call(mode, network, "commit", "db.t", COMMIT)
+    assert raised.value.status_code == 500
+    assert len(network.commit_keys()) == 3
+
+
+@pytest.mark.anyio
+async def test_unreachable_service_resends_without_asking(mode: str) -> None:
+    def refused(request: httpx.Request) -> Exception:
+        return httpx.ConnectError("connection refused", request=request)
+
+    network = Network(refused, refused, httpx.Response(201, json=CREATED))
+    result = await _call(mode, network, "commit", "db.t", COMMIT)
+    assert [s.id for s in result.snapshots] == [5]
+    assert network.sent() == [("POST", "/tables/db.t/commits")] * 3
+
+
+@pytest.mark.anyio
+async def test_an_earlier_timed_out_send_keeps_the_state_unknown(mode: str) -> None:
+    def refused(request: httpx.Request) -> Exception:
+        return httpx.ConnectError("connection refused", request=request)
+
+    network = Network(_timeout, _outcome("unknown"), refused, refused)
+    with pytest.raises(CommitStateUnknown) as raised:  # the first POST may still reach the service
+        await _call(mode, network, "commit", "db.t", COMMIT)
+    assert isinstance(raised.value.cause, TransportError)
+    assert isinstance(raised.value.cause.cause, httpx.ConnectError)
+    assert len(network.commit_keys()) == 3
+
+
+@pytest.mark.anyio
+async def test_an_unreachable_service_raises_transport_error_after_the_resends(mode: str) -> None:
+    network = Network(*[lambda request: httpx.ConnectError("refused", request=request) for _ in range(3)])
+    with pytest.raises(TransportError):  # nothing ever reached the service: the state is known
+        await _call(mode, network, "commit", "db.t", COMMIT)
+    assert network.sent() == [("POST", "/tables/db.t/commits")] * 3
+
+
+@pytest.mark.anyio
+async def test_errors_map_to_the_tree(mode: str) -> None:
+    cases: list[tuple[httpx.Response, type[ApiError]]] = [
+        (_error(422, "INVALID_REQUEST", field="messages[0].bucket"), BadRequest),
+        (_error(413, "PAYLOAD_TOO_LARGE", field="body"), BadRequest),
+        (_error(404, "TABLE_NOT_FOUND"), NotFound),
+        (_error(409, "COMMIT_CONFLICT", conflict=CONFLICT), Conflict),
+        (_error(500, "INTERNAL"), ServerError),
+        (httpx.Response(502, text="<html>bad gateway</html>"), ServerError),
+        (_error(401, "UNAUTHORIZED"), ApiError),
+    ]
+    for response, expected in cases:
+        network = Network(response)
+        with pytest.raises(ApiError) as raised:
+            await _call(mode, network, "get_table", "db.t")
+        assert type(raised.value) is expected
+        assert raised.value.status_code == response.status_code
+        assert len(network.requests) == 1  # nothing but 503 is retried for a read
+    network = Network(_error(422, "INVALID_REQUEST", field="messages[0].bucket"))
+    with pytest.raises(BadRequest) as bad:
+        await _call(mode, network, "get_table", "db.t")
+    assert bad.value.field == "messages[0].bucket"
+    assert bad.value.body.code == "INVALID_REQUEST"
+    network = Network(httpx.Response(502, text="<html>bad gateway</html>"))
+    with pytest.raises(ServerError) as gateway:
+        await _call(mode, network, "list_tables")
+    assert gateway.value.code == "HTTP_502"
+    assert "bad gateway" in gateway.value.message
+
+
+@pytest.mark.anyio
+async def test_transport_error_wraps_httpx(mode: str) -> None:
+    network = Network(lambda request: httpx.ConnectError("refused", request=request))
+    with pytest.raises(TransportError) as raised:
+        await _call(mode, network, "health")
+    assert isinstance(raised.value.cause, httpx.ConnectError)
+    assert raised.value.__cause__ is raised.value.cause
+    assert raised.value.method == "GET"
+
+
+@pytest.mark.anyio
+async def test_requests_are_built_as_the_api_expects(mode: str) -> None:
+    files: dict[str, Any] = {"snapshotId": None, "files": []}
+    network = Network(
+        httpx.Response(200, json=files),
+        httpx.Response(200, json={"snapshots": []}),
+        httpx.Response(204),
+        _outcome("unknown"),
+    )
+    await _call(mode, network, "live_files", "db.t", snapshot=3, partition={"dt": DT})
+    await _call(mode, network, "list_snapshots", "db.t", limit=10, before=4)
+    await _call(mode, network, "drop_table", "db.t", purge=False)
+    await _call(mode, network, "commit_outcome", "db.t", "a user/1", 7)
+    files_request, snapshots_request, drop_request, outcome_request = network.requests
+    assert dict(files_request.url.params) == {
+        "snapshot": "3",
+        "partition": json.dumps({"dt": DT}).replace(" ", ""),
+    }
+    assert dict(snapshots_request.url.params) == {"limit": "10", "before": "4"}
+    assert (drop_request.method, dict(drop_request.url.params)) == ("DELETE", {"purge": "false"})
+    assert outcome_request.url.raw_path == b"/tables/db.t/commits/a%20user%2F1/7"
+
+
+# ---------------------------------------------------------------- the package
+
+
+def test_all_is_sorted_and_importable() -> None:
+    names = coordinator_client.__all__
+    assert names == sorted(names)
+    assert len(names) == len(set(names))
+    module = importlib.import_module("coordinator_client")
+    for name in names:
+        assert getattr(module, name) is not None
+    for name in ("CoordinatorClient", "AsyncCoordinatorClient", "CommitStateUnknown", "CommitRequest"):
+        assert name in names
