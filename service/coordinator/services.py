@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
@@ -14,6 +15,8 @@ from coordinator.storage.fileio import open_warehouse
 from coordinator.usecases.commits import Committer
 from coordinator.usecases.reads import Reads
 from coordinator.usecases.tables import Tables
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -43,6 +46,8 @@ class Services:
             lease_seconds=settings.lock_lease_seconds,
             acquire_timeout_seconds=settings.lock_acquire_timeout_seconds,
         )
+        for table_id in committer.recover():
+            log.warning("published snapshots of %s that a crash left unpublished", table_id)
         return cls(settings, engine, tables, committer, Reads(engine, fileio, tables, locks), locks, root)
 
     def close(self) -> None:

@@ -87,6 +87,13 @@ def unpublished_snapshots(conn: Connection, table_id: str) -> list[StoredSnapsho
     return [_snapshot(r) for r in rows]
 
 
+def tables_with_unpublished(conn: Connection) -> list[str]:
+    rows = conn.execute(
+        select(SnapshotRow.table_id).where(SnapshotRow.published.is_(False)).distinct()
+    ).scalars()
+    return list(rows)
+
+
 def mark_published(conn: Connection, table_id: str, snapshot_ids: Sequence[int]) -> None:
     conn.execute(
         update(SnapshotRow)
