@@ -24,9 +24,16 @@ from coordinator_client.format.types import DataType, parse_type
 
 VALUE_KINDS = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
 _ARROW = {
-    "BOOLEAN": pa.bool_(), "TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(),
-    "BIGINT": pa.int64(), "FLOAT": pa.float32(), "DOUBLE": pa.float64(), "STRING": pa.string(),
-    "BYTES": pa.binary(), "DATE": pa.date32(),
+    "BOOLEAN": pa.bool_(),
+    "TINYINT": pa.int8(),
+    "SMALLINT": pa.int16(),
+    "INT": pa.int32(),
+    "BIGINT": pa.int64(),
+    "FLOAT": pa.float32(),
+    "DOUBLE": pa.float64(),
+    "STRING": pa.string(),
+    "BYTES": pa.binary(),
+    "DATE": pa.date32(),
 }
 _names = (f"data-{uuid.uuid4()}-{n}.parquet" for n in itertools.count())
 
@@ -61,13 +68,18 @@ class PaimonTable:
         key_types = [self.types[k].not_null() for k in self.keys]
         return bucket_of(encode_row([row[k] for k in self.keys], key_types), self.buckets)
 
-    def _write(self, partition: dict[str, Any], bucket: int, arrow: pa.Table, name: str | None) -> dict[str, Any]:
+    def _write(
+        self, partition: dict[str, Any], bucket: int, arrow: pa.Table, name: str | None
+    ) -> dict[str, Any]:
         directory = self.location / self.partition_dir(partition) / f"bucket-{bucket}"
         directory.mkdir(parents=True, exist_ok=True)
         file_name = name or next(_names)
         pq.write_table(arrow, directory / file_name)
-        return {"fileName": file_name, "fileSize": (directory / file_name).stat().st_size,
-                "rowCount": arrow.num_rows}
+        return {
+            "fileName": file_name,
+            "fileSize": (directory / file_name).stat().st_size,
+            "rowCount": arrow.num_rows,
+        }
 
     def append_file(self, rows: Sequence[dict[str, Any]], *, name: str | None = None) -> dict[str, Any]:
         """One append-table data file of rows that share a partition; returns the DataFile JSON."""
@@ -88,10 +100,14 @@ class PaimonTable:
         partition = {k: rows[0][k] for k in self.partition_keys}
         bucket = self.bucket(rows[0])
         ordered = sorted(
-            ((r, first_sequence + i) for i, r in enumerate(rows)), key=lambda rs: ([rs[0][k] for k in self.keys], rs[1])
+            ((r, first_sequence + i) for i, r in enumerate(rows)),
+            key=lambda rs: ([rs[0][k] for k in self.keys], rs[1]),
         )
         columns: list[pa.Field] = [pa.field(f"_KEY_{k}", arrow_type(self.types[k]), False) for k in self.keys]
-        columns += [pa.field("_SEQUENCE_NUMBER", pa.int64(), False), pa.field("_VALUE_KIND", pa.int8(), False)]
+        columns += [
+            pa.field("_SEQUENCE_NUMBER", pa.int64(), False),
+            pa.field("_VALUE_KIND", pa.int8(), False),
+        ]
         columns += [pa.field(n, arrow_type(t), t.nullable) for n, t in self.fields]
         records = []
         for row, seq in ordered:
@@ -147,14 +163,20 @@ def sorted_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def create_table(client: Any, database: str, name: str, fields: dict[str, str], **body: Any) -> PaimonTable:
     """POST /tables and wrap the answer; `client` is a TestClient or an httpx.Client."""
-    payload = {"database": database, "name": name,
-               "fields": [{"name": n, "type": t} for n, t in fields.items()], **body}
+    payload = {
+        "database": database,
+        "name": name,
+        "fields": [{"name": n, "type": t} for n, t in fields.items()],
+        **body,
+    }
     response = client.post("/tables", json=payload)
     assert response.status_code == 201, response.text
     return PaimonTable(response.json())
 
 
-def group_by_bucket(table: PaimonTable, rows: Sequence[dict[str, Any]]) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+def group_by_bucket(
+    table: PaimonTable, rows: Sequence[dict[str, Any]]
+) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
     """Rows by (partition values..., bucket), as a writer routes them."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in rows:

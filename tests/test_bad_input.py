@@ -29,6 +29,7 @@ def _set(path: str, value: Any) -> Mutation:
         for part in parts[:-1]:
             target = target[int(part)] if part.isdigit() else target[part]
         target[parts[-1]] = value
+
     return mutate
 
 
@@ -39,6 +40,7 @@ def _delete(path: str) -> Mutation:
         for part in parts[:-1]:
             target = target[int(part)] if part.isdigit() else target[part]
         del target[parts[-1]]
+
     return mutate
 
 
@@ -47,7 +49,12 @@ CASES: list[tuple[str, Mutation, int, str | None]] = [
     ("bucket out of range", _set("messages.0.bucket", 2), 422, "messages[0].bucket"),
     ("negative bucket", _set("messages.0.bucket", -1), 422, "messages[0].bucket"),
     ("zero total buckets", _set("messages.0.totalBuckets", 0), 422, "messages[0].totalBuckets"),
-    ("path traversal in file name", _set(f"{F}.fileName", "../../escape.parquet"), 422, "messages[0].newFiles[0].fileName"),
+    (
+        "path traversal in file name",
+        _set(f"{F}.fileName", "../../escape.parquet"),
+        422,
+        "messages[0].newFiles[0].fileName",
+    ),
     ("slash in file name", _set(f"{F}.fileName", "dt=b/x.parquet"), 422, "messages[0].newFiles[0].fileName"),
     ("hidden file name", _set(f"{F}.fileName", ".x.parquet"), 422, "messages[0].newFiles[0].fileName"),
     ("not a data file", _set(f"{F}.fileName", "data-1.csv"), 422, "messages[0].newFiles[0].fileName"),
@@ -56,7 +63,12 @@ CASES: list[tuple[str, Mutation, int, str | None]] = [
     ("wrong key arity", _set(f"{F}.minKey", [1, 2]), 422, "messages[0].newFiles[0].minKey"),
     ("key of the wrong type", _set(f"{F}.maxKey", ["nine"]), 422, "messages[0].newFiles[0].maxKey[0]"),
     ("min key above max key", _set(f"{F}.minKey", [10**6]), 422, "messages[0].newFiles[0].minKey"),
-    ("partition value of the wrong type", _set("messages.0.partition.dt", 20240101), 422, "messages[0].partition.dt"),
+    (
+        "partition value of the wrong type",
+        _set("messages.0.partition.dt", 20240101),
+        422,
+        "messages[0].partition.dt",
+    ),
     ("unknown partition key", _set("messages.0.partition.region", "eu"), 422, "messages[0].partition.region"),
     ("missing partition key", _set("messages.0.partition", {}), 422, "messages[0].partition.dt"),
     ("missing commitUser", _delete("commitUser"), 422, "commitUser"),
@@ -64,17 +76,44 @@ CASES: list[tuple[str, Mutation, int, str | None]] = [
     ("identifier not an integer", _set("identifier", "abc"), 422, "identifier"),
     ("identifier beyond int64", _set("identifier", 2**64), 422, "identifier"),
     ("unknown field", _set("mesages", []), 422, "mesages"),
-    ("sequence range reversed", _set(f"{F}.minSequenceNumber", 99), 422, "messages[0].newFiles[0].minSequenceNumber"),
-    ("more deleted rows than rows", _set(f"{F}.deleteRowCount", 99), 422, "messages[0].newFiles[0].deleteRowCount"),
+    (
+        "sequence range reversed",
+        _set(f"{F}.minSequenceNumber", 99),
+        422,
+        "messages[0].newFiles[0].minSequenceNumber",
+    ),
+    (
+        "more deleted rows than rows",
+        _set(f"{F}.deleteRowCount", 99),
+        422,
+        "messages[0].newFiles[0].deleteRowCount",
+    ),
     ("level above the top level", _set(f"{F}.level", 9), 422, "messages[0].newFiles[0].level"),
     ("schema that does not exist", _set(f"{F}.schemaId", 3), 422, "messages[0].newFiles[0].schemaId"),
-    ("key stats of the wrong arity", _set(f"{F}.keyStats", {"minValues": [], "maxValues": [], "nullCounts": []}),
-     422, "messages[0].newFiles[0].keyStats"),
-    ("extra file with a path", _set(f"{F}.extraFiles", ["../x.index"]), 422, "messages[0].newFiles[0].extraFiles[0]"),
-    ("static overwrite of an unknown key", _set("overwrite", {"mode": "static", "partition": {"nope": 1}}),
-     422, "overwrite.partition.nope"),
-    ("static overwrite not covering the new files", _set("overwrite", {"mode": "static", "partition": {"dt": "b"}}),
-     422, "overwrite.partition"),
+    (
+        "key stats of the wrong arity",
+        _set(f"{F}.keyStats", {"minValues": [], "maxValues": [], "nullCounts": []}),
+        422,
+        "messages[0].newFiles[0].keyStats",
+    ),
+    (
+        "extra file with a path",
+        _set(f"{F}.extraFiles", ["../x.index"]),
+        422,
+        "messages[0].newFiles[0].extraFiles[0]",
+    ),
+    (
+        "static overwrite of an unknown key",
+        _set("overwrite", {"mode": "static", "partition": {"nope": 1}}),
+        422,
+        "overwrite.partition.nope",
+    ),
+    (
+        "static overwrite not covering the new files",
+        _set("overwrite", {"mode": "static", "partition": {"dt": "b"}}),
+        422,
+        "overwrite.partition",
+    ),
     ("unknown overwrite mode", _set("overwrite", {"mode": "everything"}), 422, "overwrite.mode"),
     ("negative base snapshot", _set("baseSnapshotId", -1), 422, "baseSnapshotId"),
 ]
@@ -82,14 +121,24 @@ CASES: list[tuple[str, Mutation, int, str | None]] = [
 
 @pytest.fixture
 def table(api: TestClient) -> PaimonTable:
-    return create_table(api, "sales", "orders", {"dt": "STRING", "id": "BIGINT", "v": "STRING"},
-                        partitionKeys=["dt"], primaryKeys=["dt", "id"], options={"bucket": "2"})
+    return create_table(
+        api,
+        "sales",
+        "orders",
+        {"dt": "STRING", "id": "BIGINT", "v": "STRING"},
+        partitionKeys=["dt"],
+        primaryKeys=["dt", "id"],
+        options={"bucket": "2"},
+    )
 
 
 def _valid_body(table: PaimonTable) -> dict[str, Any]:
     rows = [{"dt": "a", "id": i, "v": "x"} for i in range(50) if table.bucket({"dt": "a", "id": i}) == 0]
-    return {"commitUser": "job-1", "identifier": 1,
-            "messages": [table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=0)])]}
+    return {
+        "commitUser": "job-1",
+        "identifier": 1,
+        "messages": [table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=0)])],
+    }
 
 
 def test_malformed_commits_are_rejected_without_side_effects(api: TestClient, table: PaimonTable) -> None:
@@ -114,10 +163,12 @@ def test_unknown_table_and_broken_json(api: TestClient, table: PaimonTable) -> N
     valid = _valid_body(table)
     before = tree_digest(table.location)
     missing = api.post("/tables/sales.nope/commits", json=valid)
-    assert missing.status_code == 404 and missing.json()["code"] == "TABLE_NOT_FOUND"
+    assert missing.status_code == 404
+    assert missing.json()["code"] == "TABLE_NOT_FOUND"
     assert "sales.nope" in missing.json()["message"]
-    broken = api.post(f"/tables/{table.id}/commits", content=b"{not json",
-                      headers={"content-type": "application/json"})
+    broken = api.post(
+        f"/tables/{table.id}/commits", content=b"{not json", headers={"content-type": "application/json"}
+    )
     assert broken.status_code == 422
     assert tree_digest(table.location) == before
 
@@ -130,8 +181,11 @@ def test_oversized_body(settings: Settings, table: PaimonTable) -> None:
         body = _valid_body(table)
         body["properties"] = {"padding": "x" * 4096}
         before = tree_digest(table.location)
-        response = api.post(f"/tables/{table.id}/commits", content=json.dumps(body),
-                            headers={"content-type": "application/json"})
+        response = api.post(
+            f"/tables/{table.id}/commits",
+            content=json.dumps(body),
+            headers={"content-type": "application/json"},
+        )
         assert response.status_code == 413
         assert response.json()["field"] == "body"
         assert tree_digest(table.location) == before
@@ -139,10 +193,17 @@ def test_oversized_body(settings: Settings, table: PaimonTable) -> None:
 
 TABLE_CASES: list[tuple[str, dict[str, Any], str]] = [
     ("unknown type", {"fields": [{"name": "a", "type": "WIDGET"}]}, "fields[0].type"),
-    ("duplicate field", {"fields": [{"name": "a", "type": "INT"}, {"name": "a", "type": "INT"}]}, "fields[1].name"),
+    (
+        "duplicate field",
+        {"fields": [{"name": "a", "type": "INT"}, {"name": "a", "type": "INT"}]},
+        "fields[1].name",
+    ),
     ("partition key not a field", {"partitionKeys": ["zz"]}, "partitionKeys[0]"),
-    ("primary key without the partition key", {"partitionKeys": ["dt"], "primaryKeys": ["id"],
-                                               "options": {"bucket": "2"}}, "primaryKeys"),
+    (
+        "primary key without the partition key",
+        {"partitionKeys": ["dt"], "primaryKeys": ["id"], "options": {"bucket": "2"}},
+        "primaryKeys",
+    ),
     ("primary-key table without fixed buckets", {"primaryKeys": ["id"]}, "options.bucket"),
     ("bad bucket", {"options": {"bucket": "many"}}, "options.bucket"),
     ("name with a path", {"name": "../etc"}, "name"),
@@ -152,7 +213,11 @@ TABLE_CASES: list[tuple[str, dict[str, Any], str]] = [
 
 
 def test_malformed_table_definitions(api: TestClient, warehouse: Any) -> None:
-    base = {"database": "db", "name": "t", "fields": [{"name": "dt", "type": "STRING"}, {"name": "id", "type": "BIGINT"}]}
+    base = {
+        "database": "db",
+        "name": "t",
+        "fields": [{"name": "dt", "type": "STRING"}, {"name": "id", "type": "BIGINT"}],
+    }
     for name, change, field in TABLE_CASES:
         response = api.post("/tables", json={**base, **change})
         assert response.status_code == 422, (name, response.text)

@@ -38,9 +38,21 @@ class ServiceProcess:
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "COORDINATOR_LOCK_ACQUIRE_TIMEOUT_SECONDS": "60"}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "coordinator.cli", "serve", "--database-url", database_url,
-             "--warehouse", str(warehouse), "--port", str(self.port)],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-m",
+                "coordinator.cli",
+                "serve",
+                "--database-url",
+                database_url,
+                "--warehouse",
+                str(warehouse),
+                "--port",
+                str(self.port),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
 
     def wait_ready(self) -> None:
@@ -82,9 +94,14 @@ def two_services(pg_url: str, warehouse: Path) -> Iterator[list[ServiceProcess]]
 @pytest.mark.slow
 def test_two_processes_eight_writers(two_services: list[ServiceProcess], warehouse: Path) -> None:
     first = two_services[0]
-    created = httpx.post(f"{first.url}/tables", json={
-        "database": "db", "name": "events", "fields": [{"name": "id", "type": "BIGINT"}, {"name": "w", "type": "INT"}],
-    })
+    created = httpx.post(
+        f"{first.url}/tables",
+        json={
+            "database": "db",
+            "name": "events",
+            "fields": [{"name": "id", "type": "BIGINT"}, {"name": "w", "type": "INT"}],
+        },
+    )
     assert created.status_code == 201, created.text
     table = PaimonTable(created.json())
     results: list[tuple[int, int, Any]] = []
@@ -96,8 +113,11 @@ def test_two_processes_eight_writers(two_services: list[ServiceProcess], warehou
         try:
             for k in range(1, COMMITS + 1):
                 row = {"id": n * 1000 + k, "w": n}
-                body = {"commitUser": f"writer-{n}", "identifier": k,
-                        "messages": [table.message(row, newFiles=[table.append_file([row])])]}
+                body = {
+                    "commitUser": f"writer-{n}",
+                    "identifier": k,
+                    "messages": [table.message(row, newFiles=[table.append_file([row])])],
+                }
                 response = clients[(n + k) % 2].post(f"/tables/{table.id}/commits", json=body)
                 with guard:
                     results.append((n, k, response))
@@ -114,12 +134,19 @@ def test_two_processes_eight_writers(two_services: list[ServiceProcess], warehou
         t.join()
     assert errors == []
     assert len(results) == WRITERS * COMMITS
-    assert all(r.status_code == 201 for _, _, r in results), [r.text for _, _, r in results if r.status_code != 201][:3]
+    assert all(r.status_code == 201 for _, _, r in results), [
+        r.text for _, _, r in results if r.status_code != 201
+    ][:3]
     ids = sorted(s["id"] for _, _, r in results for s in r.json()["snapshots"])
     assert ids == list(range(1, WRITERS * COMMITS + 1))
-    snapshot_files = {p.name for p in (table.location / "snapshot").iterdir() if p.name.startswith("snapshot-")}
+    snapshot_files = {
+        p.name for p in (table.location / "snapshot").iterdir() if p.name.startswith("snapshot-")
+    }
     assert snapshot_files == {f"snapshot-{i}" for i in ids}
     rows = pypaimon_rows(warehouse, table.id)
-    assert sorted(r["id"] for r in rows) == sorted(n * 1000 + k for n in range(WRITERS) for k in range(1, COMMITS + 1))
+    assert sorted(r["id"] for r in rows) == sorted(
+        n * 1000 + k for n in range(WRITERS) for k in range(1, COMMITS + 1)
+    )
     history = httpx.get(f"{first.url}/tables/{table.id}/commits", params={"limit": 1000}).json()["commits"]
-    assert len(history) == WRITERS * COMMITS and {c["outcome"] for c in history} == {"committed"}
+    assert len(history) == WRITERS * COMMITS
+    assert {c["outcome"] for c in history} == {"committed"}

@@ -14,23 +14,40 @@ from tests.paimon_files import PaimonTable, create_table
 FIELDS = {"dt": "STRING", "id": "BIGINT", "v": "STRING"}
 
 
-def post(api: TestClient, table: PaimonTable, messages: list[dict[str, Any]], *, user: str | None = None,
-         identifier: int = 2**63 - 1, headers: dict[str, str] | None = None, **body: Any) -> Any:
+def post(
+    api: TestClient,
+    table: PaimonTable,
+    messages: list[dict[str, Any]],
+    *,
+    user: str | None = None,
+    identifier: int = 2**63 - 1,
+    headers: dict[str, str] | None = None,
+    **body: Any,
+) -> Any:
     return api.post(
         f"/tables/{table.id}/commits",
-        json={"commitUser": user or f"job-{uuid.uuid4()}", "identifier": identifier, "messages": messages, **body},
+        json={
+            "commitUser": user or f"job-{uuid.uuid4()}",
+            "identifier": identifier,
+            "messages": messages,
+            **body,
+        },
         headers=headers or {},
     )
 
 
 def tree_digest(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def pk_table(api: TestClient, name: str = "orders") -> PaimonTable:
-    return create_table(api, "sales", name, FIELDS, partitionKeys=["dt"], primaryKeys=["dt", "id"],
-                        options={"bucket": "2"})
+    return create_table(
+        api, "sales", name, FIELDS, partitionKeys=["dt"], primaryKeys=["dt", "id"], options={"bucket": "2"}
+    )
 
 
 def rows_in_bucket(table: PaimonTable, bucket: int, ids: range, dt: str = "a") -> list[dict[str, Any]]:
@@ -47,31 +64,45 @@ def test_two_compactions_deleting_the_same_file(api: TestClient) -> None:
     level0 = table.pk_file(rows, first_sequence=0)
     assert post(api, table, [table.message(rows[0], newFiles=[level0])]).status_code == 201
     first = table.pk_file(rows, first_sequence=0, level=5)
-    winner = post(api, table, [table.message(rows[0], compactBefore=[deletion_of(level0)], compactAfter=[first])],
-                  user="compactor-1")
+    winner = post(
+        api,
+        table,
+        [table.message(rows[0], compactBefore=[deletion_of(level0)], compactAfter=[first])],
+        user="compactor-1",
+    )
     assert winner.status_code == 201
     before = tree_digest(table.location)
     second = table.pk_file(rows, first_sequence=0, level=4)
     after_second_file = tree_digest(table.location)
-    loser = post(api, table, [table.message(rows[0], compactBefore=[deletion_of(level0)], compactAfter=[second])],
-                 user="compactor-2")
+    loser = post(
+        api,
+        table,
+        [table.message(rows[0], compactBefore=[deletion_of(level0)], compactAfter=[second])],
+        user="compactor-2",
+    )
     assert loser.status_code == 409
     body = loser.json()
     assert body["conflict"]["type"] == "DELETED_FILE_MISSING"
     assert body["conflict"]["files"] == [level0["fileName"]]
-    assert body["conflict"]["winningSnapshot"] == {"id": 2, "commitUser": "compactor-1", "commitKind": "COMPACT"}
+    assert body["conflict"]["winningSnapshot"] == {
+        "id": 2,
+        "commitUser": "compactor-1",
+        "commitKind": "COMPACT",
+    }
     assert body["conflict"]["retryable"] is False
-    assert body["conflict"]["partition"] == {"dt": "a"} and body["conflict"]["bucket"] == 0
+    assert body["conflict"]["partition"] == {"dt": "a"}
+    assert body["conflict"]["bucket"] == 0
     # Nothing of the loser is on storage but its own data file, which the client deletes on abort.
     assert tree_digest(table.location) == after_second_file
     assert set(after_second_file) - set(before) == {f"dt=a/bucket-0/{second['fileName']}"}
     history = api.get(f"/tables/{table.id}/commits").json()["commits"]
-    assert history[0]["outcome"] == "rejected" and history[0]["conflict"]["type"] == "DELETED_FILE_MISSING"
+    assert history[0]["outcome"] == "rejected"
+    assert history[0]["conflict"]["type"] == "DELETED_FILE_MISSING"
 
 
 def test_overlapping_level_one_files(api: TestClient) -> None:
     table = pk_table(api)
-    low = rows_in_bucket(table, 1, range(0, 50))
+    low = rows_in_bucket(table, 1, range(50))
     high = rows_in_bucket(table, 1, range(40, 90))
     first = table.pk_file(low, first_sequence=0, level=1)
     assert post(api, table, [table.message(low[0], compactAfter=[first])]).status_code == 201
@@ -83,15 +114,29 @@ def test_overlapping_level_one_files(api: TestClient) -> None:
     assert set(conflict["files"]) == {first["fileName"], overlapping["fileName"]}
     assert conflict["winningSnapshot"]["id"] == 1
     # The same range one level down is fine: levels are separate sorted runs.
-    assert post(api, table, [table.message(high[0], compactAfter=[table.pk_file(high, first_sequence=200,
-                                                                              level=2)])]).status_code == 201
+    assert (
+        post(
+            api,
+            table,
+            [table.message(high[0], compactAfter=[table.pk_file(high, first_sequence=200, level=2)])],
+        ).status_code
+        == 201
+    )
 
 
 def test_changed_bucket_count(api: TestClient) -> None:
     table = pk_table(api)
     rows = rows_in_bucket(table, 0, range(20))
-    assert post(api, table, [table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=0)])]).status_code == 201
-    rescaled = {**table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=50)]), "totalBuckets": 3}
+    assert (
+        post(
+            api, table, [table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=0)])]
+        ).status_code
+        == 201
+    )
+    rescaled = {
+        **table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=50)]),
+        "totalBuckets": 3,
+    }
     response = post(api, table, [rescaled])
     assert response.status_code == 409
     assert response.json()["conflict"]["type"] == "BUCKET_COUNT_CHANGED"
@@ -121,7 +166,8 @@ def test_resend_is_deduplicated(api: TestClient) -> None:
     assert again.json()["snapshots"] == first.json()["snapshots"]
     assert sorted((table.location / "snapshot").iterdir()) == snapshot_files
     outcome = api.get(f"/tables/{table.id}/commits/stream-1/7").json()
-    assert outcome["status"] == "committed" and outcome["snapshots"] == first.json()["snapshots"]
+    assert outcome["status"] == "committed"
+    assert outcome["snapshots"] == first.json()["snapshots"]
     assert api.get(f"/tables/{table.id}/commits/stream-1/8").json()["status"] == "unknown"
 
 
@@ -141,10 +187,21 @@ def test_idempotency_key_replays_the_answer(api: TestClient) -> None:
 def test_strict_mode_base_snapshot(api: TestClient) -> None:
     table = pk_table(api)
     rows = rows_in_bucket(table, 0, range(10))
-    assert post(api, table, [table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=0)])],
-                baseSnapshotId=0).status_code == 201
-    stale = post(api, table, [table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=10)])],
-                 baseSnapshotId=0)
+    assert (
+        post(
+            api,
+            table,
+            [table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=0)])],
+            baseSnapshotId=0,
+        ).status_code
+        == 201
+    )
+    stale = post(
+        api,
+        table,
+        [table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=10)])],
+        baseSnapshotId=0,
+    )
     assert stale.status_code == 409
     assert stale.json()["conflict"]["type"] == "BASE_SNAPSHOT_MOVED"
     assert stale.json()["conflict"]["retryable"] is True
@@ -158,5 +215,10 @@ def test_adding_a_live_file_again(api: TestClient) -> None:
     response = post(api, table, [table.message(rows[0], newFiles=[f])])
     assert response.status_code == 409
     assert response.json()["conflict"]["type"] == "DUPLICATE_FILE"
-    twice = post(api, table, [table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=5, name="d-x.parquet")] * 2)])
-    assert twice.status_code == 409 and twice.json()["conflict"]["type"] == "DUPLICATE_FILE"
+    twice = post(
+        api,
+        table,
+        [table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=5, name="d-x.parquet")] * 2)],
+    )
+    assert twice.status_code == 409
+    assert twice.json()["conflict"]["type"] == "DUPLICATE_FILE"

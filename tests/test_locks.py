@@ -113,9 +113,11 @@ time.sleep(600)
 
 
 def test_killed_holder_loses_the_lock_after_its_lease(database_url: str, lock_table: LockTable) -> None:
-    with subprocess.Popen([sys.executable, "-c", HOLDER, database_url], stdout=subprocess.PIPE, text=True,
-                          env=os.environ.copy()) as holder:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with subprocess.Popen(
+        [sys.executable, "-c", HOLDER, database_url], stdout=subprocess.PIPE, text=True, env=os.environ.copy()
+    ) as holder:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "held"
         os.kill(holder.pid, signal.SIGKILL)
         holder.wait()
         killed_at = time.monotonic()
@@ -135,13 +137,25 @@ def test_holder_resuming_after_its_lease_cannot_commit(settings: Settings, wareh
     services = Services.start(settings.model_copy(update={"lock_lease_seconds": 0.4}))
     try:
         created = services.tables.create(
-            CreateTableRequest(database="db", name="t",
-                               fields=[FieldSpec(name="id", type="BIGINT"), FieldSpec(name="v", type="STRING")]),
+            CreateTableRequest(
+                database="db",
+                name="t",
+                fields=[FieldSpec(name="id", type="BIGINT"), FieldSpec(name="v", type="STRING")],
+            ),
             now_millis=0,
         )
-        table = PaimonTable({"id": created.id, "location": created.location, "schema": {
-            "fields": [{"name": "id", "type": "BIGINT"}, {"name": "v", "type": "STRING"}],
-            "partitionKeys": [], "primaryKeys": [], "options": {}}})
+        table = PaimonTable(
+            {
+                "id": created.id,
+                "location": created.location,
+                "schema": {
+                    "fields": [{"name": "id", "type": "BIGINT"}, {"name": "v", "type": "STRING"}],
+                    "partitionKeys": [],
+                    "primaryKeys": [],
+                    "options": {},
+                },
+            }
+        )
         # The zombie takes the lock, then stalls (a GC pause, a frozen VM) past its lease.
         zombie = services.locks.acquire(created.lock_id, f"zombie-{uuid.uuid4()}", timeout_seconds=1)
         time.sleep(0.6)
@@ -149,7 +163,9 @@ def test_holder_resuming_after_its_lease_cannot_commit(settings: Settings, wareh
         assert [s.id for s in winner.snapshots] == [1]
         manifests_before = sorted((table.location / "manifest").iterdir())
         with pytest.raises(CommitConflict) as fenced:
-            services.committer.commit_holding(zombie, table.id, _commit(table, [{"id": 2, "v": "zombie"}], "z"))
+            services.committer.commit_holding(
+                zombie, table.id, _commit(table, [{"id": 2, "v": "zombie"}], "z")
+            )
         assert fenced.value.conflict.type == "LOCK_LOST"
         assert fenced.value.conflict.retryable is True
         assert not (table.location / "snapshot" / "snapshot-2").exists()

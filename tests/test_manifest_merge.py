@@ -13,17 +13,34 @@ from coordinator_client.models import CommitRequest, CreateTableRequest, FieldSp
 from tests.paimon_files import PaimonTable, pypaimon_rows
 
 
-def _table(services: Services, name: str, options: dict[str, str] | None = None, pk: bool = False) -> PaimonTable:
+def _table(
+    services: Services, name: str, options: dict[str, str] | None = None, pk: bool = False
+) -> PaimonTable:
     fields = [FieldSpec(name="dt", type="STRING"), FieldSpec(name="id", type="BIGINT")]
     created = services.tables.create(
-        CreateTableRequest(database="db", name=name, fields=fields, partition_keys=["dt"],
-                           primary_keys=["dt", "id"] if pk else [], options=options or {}),
+        CreateTableRequest(
+            database="db",
+            name=name,
+            fields=fields,
+            partition_keys=["dt"],
+            primary_keys=["dt", "id"] if pk else [],
+            options=options or {},
+        ),
         now_millis=0,
     )
     schema = created.shape.schema
-    return PaimonTable({"id": created.id, "location": created.location, "schema": {
-        "fields": [{"name": f.name, "type": f.type} for f in schema.fields], "partitionKeys": ["dt"],
-        "primaryKeys": list(schema.primary_keys), "options": dict(schema.options)}})
+    return PaimonTable(
+        {
+            "id": created.id,
+            "location": created.location,
+            "schema": {
+                "fields": [{"name": f.name, "type": f.type} for f in schema.fields],
+                "partitionKeys": ["dt"],
+                "primaryKeys": list(schema.primary_keys),
+                "options": dict(schema.options),
+            },
+        }
+    )
 
 
 def _commit(services: Services, table: PaimonTable, user: str, messages: list[dict[str, Any]]) -> list[int]:
@@ -47,7 +64,9 @@ def test_base_list_stays_bounded_over_500_commits(services: Services, warehouse:
     for i in range(500):
         row = {"dt": f"d{i % 7}", "id": i}
         expected.append(row)
-        assert _commit(services, table, f"job-{i}", [table.message(row, newFiles=[table.append_file([row])])]) == [i + 1]
+        assert _commit(
+            services, table, f"job-{i}", [table.message(row, newFiles=[table.append_file([row])])]
+        ) == [i + 1]
         base, delta = _manifests_of(table, i + 1)
         most = max(most, len(base))
         assert len(delta) == 1
@@ -59,9 +78,17 @@ def test_base_list_stays_bounded_over_500_commits(services: Services, warehouse:
 
 def test_full_compaction_cancels_add_delete_pairs(services: Services, warehouse: Path) -> None:
     # Small thresholds so a handful of commits crosses them, as 16 MiB of manifests would in production.
-    table = _table(services, "churn", pk=True, options={
-        "bucket": "1", "manifest.target-file-size": "4 kb", "manifest.merge-min-count": "3",
-        "manifest.full-compaction-threshold-size": "6 kb"})
+    table = _table(
+        services,
+        "churn",
+        pk=True,
+        options={
+            "bucket": "1",
+            "manifest.target-file-size": "4 kb",
+            "manifest.merge-min-count": "3",
+            "manifest.full-compaction-threshold-size": "6 kb",
+        },
+    )
     sequence = 0
     live: list[dict[str, Any]] = []
     model: dict[int, dict[str, Any]] = {}
@@ -75,12 +102,22 @@ def test_full_compaction_cancels_add_delete_pairs(services: Services, warehouse:
         if i % 4 == 3:
             merged = table.pk_file(list(model.values()), first_sequence=sequence, level=5)
             sequence += len(model)
-            before = [{k: x[k] for k in ("fileName", "fileSize", "rowCount", "minKey", "maxKey", "level")} for x in live]
-            _commit(services, table, f"c-{i}", [table.message(rows[0], compactBefore=before, compactAfter=[merged])])
+            before = [
+                {k: x[k] for k in ("fileName", "fileSize", "rowCount", "minKey", "maxKey", "level")}
+                for x in live
+            ]
+            _commit(
+                services,
+                table,
+                f"c-{i}",
+                [table.message(rows[0], compactBefore=before, compactAfter=[merged])],
+            )
             live = [merged]
     latest = int((table.location / "snapshot" / "LATEST").read_text())
-    base, delta = _manifests_of(table, latest)
-    entries = [e for m in base for e in decode_manifest((table.location / "manifest" / m.file_name).read_bytes())]
+    base, _delta = _manifests_of(table, latest)
+    entries = [
+        e for m in base for e in decode_manifest((table.location / "manifest" / m.file_name).read_bytes())
+    ]
     # Full compaction rewrote the base: no DELETE survives and no deleted file is still listed.
     assert [e for e in entries if e.kind == FileKind.DELETE] == []
     assert len(base) < latest

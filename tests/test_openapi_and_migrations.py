@@ -1,4 +1,4 @@
-"""The committed OpenAPI document matches the app; the Alembic migrations match the models and run both ways."""
+"""The committed OpenAPI document matches the app; the migrations match the models and run both ways."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ SPEC = Path(__file__).resolve().parents[1] / "openapi" / "openapi.json"
 
 def test_openapi_document_has_not_drifted() -> None:
     committed = json.loads(SPEC.read_text())
-    assert committed == openapi_document(), "regenerate with: coordinator openapi --output openapi/openapi.json"
+    assert committed == openapi_document(), (
+        "regenerate with: coordinator openapi --output openapi/openapi.json"
+    )
     assert "/tables/{table_id}/commits" in committed["paths"]
     assert "409" in committed["paths"]["/tables/{table_id}/commits"]["post"]["responses"]
 

@@ -12,18 +12,27 @@ from tests.paimon_files import PaimonTable, create_table, group_by_bucket, pypai
 PK_FIELDS = {"dt": "STRING", "id": "BIGINT", "v": "STRING"}
 
 
-def commit(api: TestClient, table: PaimonTable, messages: list[dict[str, Any]], **body: Any) -> list[dict[str, Any]]:
-    response = api.post(f"/tables/{table.id}/commits",
-                        json={"commitUser": f"job-{uuid.uuid4()}", "identifier": body.pop("identifier", 2**63 - 1),
-                              "messages": messages, **body})
+def commit(
+    api: TestClient, table: PaimonTable, messages: list[dict[str, Any]], **body: Any
+) -> list[dict[str, Any]]:
+    response = api.post(
+        f"/tables/{table.id}/commits",
+        json={
+            "commitUser": f"job-{uuid.uuid4()}",
+            "identifier": body.pop("identifier", 2**63 - 1),
+            "messages": messages,
+            **body,
+        },
+    )
     assert response.status_code == 201, response.text
     snapshots: list[dict[str, Any]] = response.json()["snapshots"]
     return snapshots
 
 
 def test_partitioned_append_table_after_three_commits(api: TestClient, warehouse: Any) -> None:
-    table = create_table(api, "sales", "events", {"dt": "STRING", "id": "BIGINT", "v": "DOUBLE"},
-                         partitionKeys=["dt"])
+    table = create_table(
+        api, "sales", "events", {"dt": "STRING", "id": "BIGINT", "v": "DOUBLE"}, partitionKeys=["dt"]
+    )
     expected: list[dict[str, Any]] = []
     for i in range(3):
         rows = [{"dt": f"2024-01-0{1 + i % 2}", "id": i * 100 + j, "v": j / 4} for j in range(7)]
@@ -53,8 +62,9 @@ def _apply(model: dict[tuple[str, int], dict[str, Any]], rows: list[dict[str, An
             model[key] = {k: row[k] for k in PK_FIELDS}
 
 
-def _compact_all(api: TestClient, table: PaimonTable, model: dict[tuple[str, int], dict[str, Any]],
-                 sequence: int) -> list[dict[str, Any]]:
+def _compact_all(
+    api: TestClient, table: PaimonTable, model: dict[tuple[str, int], dict[str, Any]], sequence: int
+) -> list[dict[str, Any]]:
     """Replace every bucket's live files by one level-5 file holding the model's rows of that bucket."""
     files = api.get(f"/tables/{table.id}/files").json()["files"]
     by_bucket: dict[tuple[str, int], list[dict[str, Any]]] = {}
@@ -63,17 +73,37 @@ def _compact_all(api: TestClient, table: PaimonTable, model: dict[tuple[str, int
     messages = []
     for (dt, bucket), live in by_bucket.items():
         rows = [r for (d, _), r in model.items() if d == dt and table.bucket(r) == bucket]
-        before = [{"fileName": f["fileName"], "fileSize": f["fileSize"], "rowCount": f["rowCount"],
-                   "level": f["level"], "minKey": f["minKey"], "maxKey": f["maxKey"]} for f in live]
+        before = [
+            {
+                "fileName": f["fileName"],
+                "fileSize": f["fileSize"],
+                "rowCount": f["rowCount"],
+                "level": f["level"],
+                "minKey": f["minKey"],
+                "maxKey": f["maxKey"],
+            }
+            for f in live
+        ]
         after = [table.pk_file(rows, first_sequence=sequence, level=5)] if rows else []
         sequence += len(rows)
-        messages.append({"partition": {"dt": dt}, "bucket": bucket, "compactBefore": before, "compactAfter": after})
+        messages.append(
+            {"partition": {"dt": dt}, "bucket": bucket, "compactBefore": before, "compactAfter": after}
+        )
     return commit(api, table, messages)
 
 
-def test_primary_key_table_updates_deletes_then_compaction_then_overwrite(api: TestClient, warehouse: Any) -> None:
-    table = create_table(api, "sales", "orders", PK_FIELDS, partitionKeys=["dt"], primaryKeys=["dt", "id"],
-                         options={"bucket": "4"})
+def test_primary_key_table_updates_deletes_then_compaction_then_overwrite(
+    api: TestClient, warehouse: Any
+) -> None:
+    table = create_table(
+        api,
+        "sales",
+        "orders",
+        PK_FIELDS,
+        partitionKeys=["dt"],
+        primaryKeys=["dt", "id"],
+        options={"bucket": "4"},
+    )
     model: dict[tuple[str, int], dict[str, Any]] = {}
     inserts = [{"dt": dt, "id": i, "v": f"v0-{i}"} for dt in ("a", "b") for i in range(40)]
     sequence = _pk_commit(api, table, inserts, 0)
@@ -89,18 +119,23 @@ def test_primary_key_table_updates_deletes_then_compaction_then_overwrite(api: T
     snapshots = _compact_all(api, table, model, sequence)
     assert snapshots == [{"id": 3, "commitKind": "COMPACT"}]
     live = api.get(f"/tables/{table.id}/files").json()["files"]
-    assert live and {f["level"] for f in live} == {5}
+    assert live
+    assert {f["level"] for f in live} == {5}
     assert pypaimon_rows(warehouse, table.id) == sorted_rows(model.values())
     # Time travel to before the compaction still sees the same rows through the level-0 files.
     assert pypaimon_rows(warehouse, table.id, snapshot_id=2) == sorted_rows(model.values())
 
     replacement = [{"dt": "a", "id": i, "v": f"new-{i}"} for i in range(100, 110)]
-    messages = [table.message(g[0], newFiles=[table.pk_file(g, first_sequence=sequence)])
-                for g in group_by_bucket(table, replacement).values()]
+    messages = [
+        table.message(g[0], newFiles=[table.pk_file(g, first_sequence=sequence)])
+        for g in group_by_bucket(table, replacement).values()
+    ]
     snapshots = commit(api, table, messages, overwrite={"mode": "static", "partition": {"dt": "a"}})
     assert snapshots == [{"id": 4, "commitKind": "OVERWRITE"}]
     model = {k: r for k, r in model.items() if k[0] != "a"}
     _apply(model, replacement)
     assert pypaimon_rows(warehouse, table.id) == sorted_rows(model.values())
     latest = api.get(f"/tables/{table.id}/snapshots/latest").json()
-    assert latest["totalRecordCount"] == sum(f["rowCount"] for f in api.get(f"/tables/{table.id}/files").json()["files"])
+    assert latest["totalRecordCount"] == sum(
+        f["rowCount"] for f in api.get(f"/tables/{table.id}/files").json()["files"]
+    )

@@ -18,8 +18,10 @@ FIELDS = {"dt": "STRING", "id": "BIGINT"}
 
 
 def _commit(api: TestClient, table: PaimonTable, user: str, rows: list[dict[str, Any]]) -> Any:
-    return api.post(f"/tables/{table.id}/commits", json={
-        "commitUser": user, "messages": [table.message(rows[0], newFiles=[table.append_file(rows)])]})
+    return api.post(
+        f"/tables/{table.id}/commits",
+        json={"commitUser": user, "messages": [table.message(rows[0], newFiles=[table.append_file(rows)])]},
+    )
 
 
 def _crash_before_publish(settings: Settings, table: PaimonTable, snapshot_id: int) -> None:
@@ -32,12 +34,15 @@ def _crash_before_publish(settings: Settings, table: PaimonTable, snapshot_id: i
         latest.unlink()
     engine = create_engine(settings.database_url)
     with engine.begin() as conn:
-        conn.execute(update(SnapshotRow).where(SnapshotRow.snapshot_id == snapshot_id).values(published=False))
+        conn.execute(
+            update(SnapshotRow).where(SnapshotRow.snapshot_id == snapshot_id).values(published=False)
+        )
     engine.dispose()
 
 
-def test_next_commit_publishes_what_a_crash_left_behind(api: TestClient, settings: Settings,
-                                                        warehouse: Path) -> None:
+def test_next_commit_publishes_what_a_crash_left_behind(
+    api: TestClient, settings: Settings, warehouse: Path
+) -> None:
     table = create_table(api, "db", "t", FIELDS, partitionKeys=["dt"])
     first = [{"dt": "a", "id": 1}]
     assert _commit(api, table, "j1", first).status_code == 201
@@ -68,8 +73,11 @@ def test_snapshot_written_outside_the_service_is_adopted(api: TestClient, wareho
     outside = CatalogFactory.create({"warehouse": str(warehouse)}).get_table(table.id)
     builder = outside.new_batch_write_builder()
     write = builder.new_write()
-    write.write_arrow(pa.Table.from_pylist([{"dt": "b", "id": 2}],
-                                           schema=pa.schema([("dt", pa.string()), ("id", pa.int64())])))
+    write.write_arrow(
+        pa.Table.from_pylist(
+            [{"dt": "b", "id": 2}], schema=pa.schema([("dt", pa.string()), ("id", pa.int64())])
+        )
+    )
     builder.new_commit().commit(write.prepare_commit())
     write.close()
     snapshot_2 = (table.location / "snapshot" / "snapshot-2").read_bytes()
@@ -78,8 +86,10 @@ def test_snapshot_written_outside_the_service_is_adopted(api: TestClient, wareho
     assert response.json()["snapshots"] == [{"id": 3, "commitKind": "APPEND"}]
     assert (table.location / "snapshot" / "snapshot-2").read_bytes() == snapshot_2  # adopted, not overwritten
     adopted = api.get(f"/tables/{table.id}/snapshots/2").json()
-    assert adopted["commitUser"] != "ours-1" and adopted["commitKind"] == "APPEND"
+    assert adopted["commitUser"] != "ours-1"
+    assert adopted["commitKind"] == "APPEND"
     assert pypaimon_rows(warehouse, table.id) == sorted_rows(
-        [{"dt": "a", "id": 1}, {"dt": "b", "id": 2}, {"dt": "c", "id": 3}])
+        [{"dt": "a", "id": 1}, {"dt": "b", "id": 2}, {"dt": "c", "id": 3}]
+    )
     files = api.get(f"/tables/{table.id}/files").json()["files"]
     assert sorted(f["partition"]["dt"] for f in files) == ["a", "b", "c"]

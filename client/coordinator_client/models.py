@@ -107,7 +107,9 @@ class DataFileModel(_Request):
     schema_id: int = Field(default=0, ge=0)
     delete_row_count: int = Field(default=0, ge=0)
     extra_files: list[str] = Field(default_factory=list)
-    creation_time: int | None = Field(default=None, description="local wall-clock millis, as Paimon stores it")
+    creation_time: int | None = Field(
+        default=None, description="local wall-clock millis, as Paimon stores it"
+    )
     file_source: Literal[0, 1] | None = None
 
 

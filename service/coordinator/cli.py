@@ -35,10 +35,12 @@ def _serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger(__name__).info(
         "coordinator on http://%s:%d, database %s, warehouse %s",
-        settings.host, settings.port, settings.database_url.split("@")[-1], settings.warehouse,
+        settings.host,
+        settings.port,
+        settings.database_url.split("@")[-1],
+        settings.warehouse,
     )
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning",
-                workers=1)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning", workers=1)
     return 0
 
 
@@ -72,9 +74,14 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--warehouse", help="folder or filesystem URI of the tables (COORDINATOR_WAREHOUSE)")
     serve.add_argument("--host", help="bind address (COORDINATOR_HOST)")
     serve.add_argument("--port", type=int, help="port (COORDINATOR_PORT)")
-    serve.add_argument("--lock-lease-seconds", type=float, help="table lock lease (COORDINATOR_LOCK_LEASE_SECONDS)")
-    serve.add_argument("--lock-acquire-timeout-seconds", type=float,
-                       help="wait for a lock this long, then 503 (COORDINATOR_LOCK_ACQUIRE_TIMEOUT_SECONDS)")
+    serve.add_argument(
+        "--lock-lease-seconds", type=float, help="table lock lease (COORDINATOR_LOCK_LEASE_SECONDS)"
+    )
+    serve.add_argument(
+        "--lock-acquire-timeout-seconds",
+        type=float,
+        help="wait for a lock this long, then 503 (COORDINATOR_LOCK_ACQUIRE_TIMEOUT_SECONDS)",
+    )
     serve.set_defaults(run=_serve)
 
     db = commands.add_parser("db", help="database schema")

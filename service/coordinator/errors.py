@@ -1,14 +1,14 @@
 """The one error hierarchy of the service; each error knows its HTTP status and renders as ErrorResponse.
 
-    CoordinatorError                 500  (never raised for a known condition)
-    ├── InvalidRequest               422  names the offending field
-    ├── TableNotFound                404
-    ├── CommitNotFound               404
-    ├── SnapshotNotFound             404
-    ├── TableAlreadyExists           409
-    ├── CommitConflict               409  carries the structured conflict
-    ├── PayloadTooLarge              413
-    └── LockUnavailable              503  + Retry-After
+CoordinatorError                 500  (never raised for a known condition)
+├── InvalidRequest               422  names the offending field
+├── TableNotFound                404
+├── CommitNotFound               404
+├── SnapshotNotFound             404
+├── TableAlreadyExists           409
+├── CommitConflict               409  carries the structured conflict
+├── PayloadTooLarge              413
+└── LockUnavailable              503  + Retry-After
 """
 
 from __future__ import annotations

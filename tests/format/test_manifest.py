@@ -112,11 +112,31 @@ def _avro(data: bytes) -> tuple[str, list[dict[str, Any]]]:
     return reader.codec, list(reader)
 
 
-def _entry(name: str, *, kind: FileKind = FileKind.ADD, partition: bytes = EMPTY_ROW, bucket: int = 0,
-           total_buckets: int = 2, level: int = 0, rows: int = 10,
-           first_row_id: int | None = None) -> ManifestEntry:
-    meta = DataFileMeta(name, 100, rows, EMPTY_ROW, EMPTY_ROW, SimpleStats.EMPTY, SimpleStats.EMPTY,
-                        0, 0, 0, level, first_row_id=first_row_id)
+def _entry(
+    name: str,
+    *,
+    kind: FileKind = FileKind.ADD,
+    partition: bytes = EMPTY_ROW,
+    bucket: int = 0,
+    total_buckets: int = 2,
+    level: int = 0,
+    rows: int = 10,
+    first_row_id: int | None = None,
+) -> ManifestEntry:
+    meta = DataFileMeta(
+        name,
+        100,
+        rows,
+        EMPTY_ROW,
+        EMPTY_ROW,
+        SimpleStats.EMPTY,
+        SimpleStats.EMPTY,
+        0,
+        0,
+        0,
+        level,
+        first_row_id=first_row_id,
+    )
     return ManifestEntry(kind, partition, bucket, total_buckets, meta)
 
 
@@ -179,8 +199,9 @@ def test_large_manifests_are_split_into_blocks() -> None:
 
 
 def test_creation_time_is_stored_as_raw_millis() -> None:
-    entry = dataclasses.replace(_entry("a"), file=dataclasses.replace(_entry("a").file,
-                                                                       creation_time=1795283568688))
+    entry = dataclasses.replace(
+        _entry("a"), file=dataclasses.replace(_entry("a").file, creation_time=1795283568688)
+    )
     data = encode_manifest([entry])
     _, records = _avro(data)
     created = records[0]["_FILE"]["_CREATION_TIME"]
@@ -197,37 +218,70 @@ def test_empty_stats_decode_to_the_shared_empty_object() -> None:
 # Tolerance of foreign (Java-shaped / older) files and rejection of broken ones
 # ------------------------------------------------------------------------------------------------
 
-_STATS_SCHEMA = {"type": "record", "name": "S", "fields": [
-    {"name": "_MIN_VALUES", "type": "bytes"}, {"name": "_MAX_VALUES", "type": "bytes"},
-    {"name": "_NULL_COUNTS", "type": ["null", {"type": "array", "items": ["null", "long"]}],
-     "default": None}]}
+_STATS_SCHEMA = {
+    "type": "record",
+    "name": "S",
+    "fields": [
+        {"name": "_MIN_VALUES", "type": "bytes"},
+        {"name": "_MAX_VALUES", "type": "bytes"},
+        {
+            "name": "_NULL_COUNTS",
+            "type": ["null", {"type": "array", "items": ["null", "long"]}],
+            "default": None,
+        },
+    ],
+}
 
 
 def _java_like_manifest(version: int = 2, drop: str | None = None) -> bytes:
     # A reduced schema without the optional tail fields, in a different field order, like old Java.
     file_fields: list[dict[str, Any]] = [
-        {"name": "_FILE_NAME", "type": "string"}, {"name": "_FILE_SIZE", "type": "long"},
-        {"name": "_ROW_COUNT", "type": "long"}, {"name": "_MIN_KEY", "type": "bytes"},
-        {"name": "_MAX_KEY", "type": "bytes"}, {"name": "_KEY_STATS", "type": _STATS_SCHEMA},
-        {"name": "_VALUE_STATS", "type": "S"}, {"name": "_MIN_SEQUENCE_NUMBER", "type": "long"},
-        {"name": "_MAX_SEQUENCE_NUMBER", "type": "long"}, {"name": "_SCHEMA_ID", "type": "long"},
+        {"name": "_FILE_NAME", "type": "string"},
+        {"name": "_FILE_SIZE", "type": "long"},
+        {"name": "_ROW_COUNT", "type": "long"},
+        {"name": "_MIN_KEY", "type": "bytes"},
+        {"name": "_MAX_KEY", "type": "bytes"},
+        {"name": "_KEY_STATS", "type": _STATS_SCHEMA},
+        {"name": "_VALUE_STATS", "type": "S"},
+        {"name": "_MIN_SEQUENCE_NUMBER", "type": "long"},
+        {"name": "_MAX_SEQUENCE_NUMBER", "type": "long"},
+        {"name": "_SCHEMA_ID", "type": "long"},
         {"name": "_LEVEL", "type": "int"},
         {"name": "_EXTRA_FILES", "type": {"type": "array", "items": "string"}},
         {"name": "_UNKNOWN_FUTURE", "type": "string"},
     ]
     top_fields: list[dict[str, Any]] = [
-        {"name": "_KIND", "type": "int"}, {"name": "_VERSION", "type": "int"},
-        {"name": "_PARTITION", "type": "bytes"}, {"name": "_BUCKET", "type": "int"},
+        {"name": "_KIND", "type": "int"},
+        {"name": "_VERSION", "type": "int"},
+        {"name": "_PARTITION", "type": "bytes"},
+        {"name": "_BUCKET", "type": "int"},
         {"name": "_TOTAL_BUCKETS", "type": "int"},
         {"name": "_FILE", "type": {"type": "record", "name": "F", "fields": file_fields}},
     ]
     stats = {"_MIN_VALUES": b"lo", "_MAX_VALUES": b"hi", "_NULL_COUNTS": [1, None]}
-    file = {"_FILE_NAME": "data-1.orc", "_FILE_SIZE": 7, "_ROW_COUNT": 3, "_MIN_KEY": b"k1",
-            "_MAX_KEY": b"k2", "_KEY_STATS": stats, "_VALUE_STATS": stats, "_MIN_SEQUENCE_NUMBER": 4,
-            "_MAX_SEQUENCE_NUMBER": 6, "_SCHEMA_ID": 1, "_LEVEL": 3, "_EXTRA_FILES": ["x.index"],
-            "_UNKNOWN_FUTURE": "ignored"}
-    record = {"_KIND": 1, "_VERSION": version, "_PARTITION": b"p", "_BUCKET": 5, "_TOTAL_BUCKETS": 8,
-              "_FILE": file}
+    file = {
+        "_FILE_NAME": "data-1.orc",
+        "_FILE_SIZE": 7,
+        "_ROW_COUNT": 3,
+        "_MIN_KEY": b"k1",
+        "_MAX_KEY": b"k2",
+        "_KEY_STATS": stats,
+        "_VALUE_STATS": stats,
+        "_MIN_SEQUENCE_NUMBER": 4,
+        "_MAX_SEQUENCE_NUMBER": 6,
+        "_SCHEMA_ID": 1,
+        "_LEVEL": 3,
+        "_EXTRA_FILES": ["x.index"],
+        "_UNKNOWN_FUTURE": "ignored",
+    }
+    record = {
+        "_KIND": 1,
+        "_VERSION": version,
+        "_PARTITION": b"p",
+        "_BUCKET": 5,
+        "_TOTAL_BUCKETS": 8,
+        "_FILE": file,
+    }
     if drop is not None:
         top_fields = [f for f in top_fields if f["name"] != drop]
         del record[drop]
@@ -240,20 +294,40 @@ def _java_like_manifest(version: int = 2, drop: str | None = None) -> bytes:
 def test_decode_tolerates_java_shaped_manifest() -> None:
     [entry] = decode_manifest(_java_like_manifest())
     stats = SimpleStats(b"lo", b"hi", (1, None))
-    assert entry == ManifestEntry(FileKind.DELETE, b"p", 5, 8, DataFileMeta(
-        "data-1.orc", 7, 3, b"k1", b"k2", stats, stats, 4, 6, 1, 3, ("x.index",),
-        value_stats_cols=None))
+    assert entry == ManifestEntry(
+        FileKind.DELETE,
+        b"p",
+        5,
+        8,
+        DataFileMeta(
+            "data-1.orc", 7, 3, b"k1", b"k2", stats, stats, 4, 6, 1, 3, ("x.index",), value_stats_cols=None
+        ),
+    )
 
 
 def test_decode_tolerates_minimal_manifest_list() -> None:
-    schema = {"type": "record", "name": "L", "fields": [
-        {"name": "_VERSION", "type": "int"}, {"name": "_FILE_NAME", "type": "string"},
-        {"name": "_FILE_SIZE", "type": "long"}, {"name": "_NUM_ADDED_FILES", "type": "long"},
-        {"name": "_NUM_DELETED_FILES", "type": "long"}, {"name": "_PARTITION_STATS", "type": _STATS_SCHEMA},
-        {"name": "_SCHEMA_ID", "type": "long"}]}
-    record = {"_VERSION": 2, "_FILE_NAME": "manifest-x-0", "_FILE_SIZE": 9, "_NUM_ADDED_FILES": 2,
-              "_NUM_DELETED_FILES": 1, "_SCHEMA_ID": 3,
-              "_PARTITION_STATS": {"_MIN_VALUES": b"a", "_MAX_VALUES": b"b", "_NULL_COUNTS": None}}
+    schema = {
+        "type": "record",
+        "name": "L",
+        "fields": [
+            {"name": "_VERSION", "type": "int"},
+            {"name": "_FILE_NAME", "type": "string"},
+            {"name": "_FILE_SIZE", "type": "long"},
+            {"name": "_NUM_ADDED_FILES", "type": "long"},
+            {"name": "_NUM_DELETED_FILES", "type": "long"},
+            {"name": "_PARTITION_STATS", "type": _STATS_SCHEMA},
+            {"name": "_SCHEMA_ID", "type": "long"},
+        ],
+    }
+    record = {
+        "_VERSION": 2,
+        "_FILE_NAME": "manifest-x-0",
+        "_FILE_SIZE": 9,
+        "_NUM_ADDED_FILES": 2,
+        "_NUM_DELETED_FILES": 1,
+        "_SCHEMA_ID": 3,
+        "_PARTITION_STATS": {"_MIN_VALUES": b"a", "_MAX_VALUES": b"b", "_NULL_COUNTS": None},
+    }
     buf = io.BytesIO()
     fastavro.writer(buf, fastavro.parse_schema(schema), [record])
     assert decode_manifest_list(buf.getvalue()) == [
@@ -286,12 +360,17 @@ def test_decode_rejects_garbage() -> None:
 
 def test_identifier_matches_paimon_file_identity() -> None:
     entry = _entry("a.parquet", partition=b"p", bucket=3, level=2)
-    entry = dataclasses.replace(entry, file=dataclasses.replace(
-        entry.file, extra_files=("a.idx",), embedded_index=b"i", external_path="s3://x/a.parquet"))
+    entry = dataclasses.replace(
+        entry,
+        file=dataclasses.replace(
+            entry.file, extra_files=("a.idx",), embedded_index=b"i", external_path="s3://x/a.parquet"
+        ),
+    )
     assert entry.identifier == (b"p", 3, 2, "a.parquet", ("a.idx",), b"i", "s3://x/a.parquet")
     # Row count, sizes and kind are not part of the identity: a DELETE must match its ADD.
-    other = dataclasses.replace(entry, kind=FileKind.DELETE,
-                                file=dataclasses.replace(entry.file, row_count=99, file_size=1))
+    other = dataclasses.replace(
+        entry, kind=FileKind.DELETE, file=dataclasses.replace(entry.file, row_count=99, file_size=1)
+    )
     assert other.identifier == entry.identifier
     assert dataclasses.replace(entry, bucket=4).identifier != entry.identifier
 
@@ -305,8 +384,20 @@ def test_manifest_file_meta_counts_and_ranges() -> None:
     stats = SimpleStats(b"lo", b"hi", (0,))
     meta = manifest_file_meta("manifest-1-0", 1234, entries, 7, stats)
     assert meta == ManifestFileMeta(
-        "manifest-1-0", 1234, 2, 1, stats, 7, min_bucket=1, max_bucket=3, min_level=0, max_level=5,
-        min_row_id=0, max_row_id=200, total_buckets=2)
+        "manifest-1-0",
+        1234,
+        2,
+        1,
+        stats,
+        7,
+        min_bucket=1,
+        max_bucket=3,
+        min_level=0,
+        max_level=5,
+        min_row_id=0,
+        max_row_id=200,
+        total_buckets=2,
+    )
 
 
 @pytest.mark.parametrize(
@@ -389,9 +480,19 @@ def test_decode_pypaimon_manifest_lists(pk_table: PaimonTable) -> None:
         for a, b in zip(ours, theirs, strict=True):
             seen += 1
             assert (a.file_name, a.file_size, a.num_added_files, a.num_deleted_files, a.schema_id) == (
-                b.file_name, b.file_size, b.num_added_files, b.num_deleted_files, b.schema_id)
+                b.file_name,
+                b.file_size,
+                b.num_added_files,
+                b.num_deleted_files,
+                b.schema_id,
+            )
             assert (a.min_bucket, a.max_bucket, a.min_level, a.max_level, a.total_buckets) == (
-                b.min_bucket, b.max_bucket, b.min_level, b.max_level, b.total_buckets)
+                b.min_bucket,
+                b.max_bucket,
+                b.min_level,
+                b.max_level,
+                b.total_buckets,
+            )
             assert a.partition_stats.min_values == bytes(b.partition_stats.min_values.data)
             assert a.partition_stats.max_values == bytes(b.partition_stats.max_values.data)
             assert list(a.partition_stats.null_counts or ()) == b.partition_stats.null_counts
@@ -418,9 +519,16 @@ def test_decode_pypaimon_manifests_and_recompute_their_list_metadata(pk_table: P
             assert a.total_buckets == 2
             f, g = a.file, b.file
             assert (f.file_name, f.file_size, f.row_count, f.level, f.schema_id) == (
-                g.file_name, g.file_size, g.row_count, g.level, g.schema_id)
+                g.file_name,
+                g.file_size,
+                g.row_count,
+                g.level,
+                g.schema_id,
+            )
             assert (f.min_sequence_number, f.max_sequence_number) == (
-                g.min_sequence_number, g.max_sequence_number)
+                g.min_sequence_number,
+                g.max_sequence_number,
+            )
             assert f.min_key == GenericRowSerializer.to_bytes(g.min_key)
             assert f.max_key == GenericRowSerializer.to_bytes(g.max_key)
             assert f.key_stats.null_counts == (0,)
@@ -436,9 +544,14 @@ def test_decode_pypaimon_manifests_and_recompute_their_list_metadata(pk_table: P
         assert recomputed.partition_stats.max_values == bytes(meta.partition_stats.max_values.data)
         assert list(recomputed.partition_stats.null_counts or ()) == meta.partition_stats.null_counts
         assert (recomputed.num_added_files, recomputed.num_deleted_files) == (
-            meta.num_added_files, meta.num_deleted_files)
+            meta.num_added_files,
+            meta.num_deleted_files,
+        )
         assert (recomputed.min_bucket, recomputed.max_bucket, recomputed.total_buckets) == (
-            meta.min_bucket, meta.max_bucket, meta.total_buckets)
+            meta.min_bucket,
+            meta.max_bucket,
+            meta.total_buckets,
+        )
     assert total_rows == _latest(pk_table).total_record_count == 7
 
 
@@ -452,9 +565,19 @@ def test_pypaimon_reads_manifests_we_encode(pk_table: PaimonTable) -> None:
     ]
     # Exercise the optional fields too; these values are never used by the table's readers.
     first = originals[0]
-    tweaked = dataclasses.replace(first, kind=FileKind.DELETE, file=dataclasses.replace(
-        first.file, file_name="other.parquet", extra_files=("x.index",), embedded_index=b"\x01\x02",
-        external_path="file:/elsewhere/other.parquet", first_row_id=40, write_cols_sequences=(3,)))
+    tweaked = dataclasses.replace(
+        first,
+        kind=FileKind.DELETE,
+        file=dataclasses.replace(
+            first.file,
+            file_name="other.parquet",
+            extra_files=("x.index",),
+            embedded_index=b"\x01\x02",
+            external_path="file:/elsewhere/other.parquet",
+            first_row_id=40,
+            write_cols_sequences=(3,),
+        ),
+    )
     entries = [*originals, tweaked]
     (pk_table.manifest_dir / "manifest-ours-0").write_bytes(encode_manifest(entries))
 
@@ -468,7 +591,9 @@ def test_pypaimon_reads_manifests_we_encode(pk_table: PaimonTable) -> None:
         assert bytes(back.file.key_stats.min_values.data) == ours.file.key_stats.min_values
     assert (theirs[-1].file.extra_files, theirs[-1].file.embedded_index) == (["x.index"], b"\x01\x02")
     assert (theirs[-1].file.external_path, theirs[-1].file.first_row_id) == (
-        "file:/elsewhere/other.parquet", 40)
+        "file:/elsewhere/other.parquet",
+        40,
+    )
     assert theirs[-1].file.write_cols_sequences == [3]
 
 
@@ -477,15 +602,33 @@ def test_pypaimon_reads_manifest_lists_we_encode(pk_table: PaimonTable) -> None:
 
     _, encode = _pypaimon_row_codec(pk_table.table)
     lo, hi = encode(["2023-12-31"]), encode(["2024-02-29"])
-    meta = ManifestFileMeta("manifest-abc-0", 2434, 3, 1, SimpleStats(lo, hi, (0, None)), 4,
-                            min_bucket=0, max_bucket=1, min_level=0, max_level=2, min_row_id=None,
-                            max_row_id=None, total_buckets=2, extra_files=("e",))
+    meta = ManifestFileMeta(
+        "manifest-abc-0",
+        2434,
+        3,
+        1,
+        SimpleStats(lo, hi, (0, None)),
+        4,
+        min_bucket=0,
+        max_bucket=1,
+        min_level=0,
+        max_level=2,
+        min_row_id=None,
+        max_row_id=None,
+        total_buckets=2,
+        extra_files=("e",),
+    )
     (pk_table.manifest_dir / "manifest-list-ours-0").write_bytes(encode_manifest_list([meta, meta]))
     theirs = ManifestListManager(pk_table.table).read("manifest-list-ours-0")
     assert len(theirs) == 2
     back = theirs[0]
     assert (back.file_name, back.file_size, back.num_added_files, back.num_deleted_files, back.schema_id) == (
-        "manifest-abc-0", 2434, 3, 1, 4)
+        "manifest-abc-0",
+        2434,
+        3,
+        1,
+        4,
+    )
     assert (back.min_bucket, back.max_bucket, back.min_level, back.max_level) == (0, 1, 0, 2)
     assert (back.total_buckets, back.extra_files) == (2, ["e"])
     assert bytes(back.partition_stats.min_values.data) == lo
@@ -493,9 +636,7 @@ def test_pypaimon_reads_manifest_lists_we_encode(pk_table: PaimonTable) -> None:
     assert back.partition_stats.null_counts == [0, None]
 
 
-def test_pypaimon_reads_a_table_whose_metadata_we_rewrote(
-    pk_table: PaimonTable, tmp_path: Path
-) -> None:
+def test_pypaimon_reads_a_table_whose_metadata_we_rewrote(pk_table: PaimonTable, tmp_path: Path) -> None:
     """End to end: re-encode every manifest and list with our code, publish snapshot 3, read rows."""
     warehouse = tmp_path / "copy"
     shutil.copytree(pk_table.path.parent.parent, warehouse)
@@ -517,9 +658,17 @@ def test_pypaimon_reads_a_table_whose_metadata_we_rewrote(
     (manifest_dir / "manifest-list-ours-0").write_bytes(base)
     (manifest_dir / "manifest-list-ours-1").write_bytes(delta)
     snapshot = dataclasses.replace(
-        previous, id=3, base_manifest_list="manifest-list-ours-0", delta_manifest_list="manifest-list-ours-1",
-        base_manifest_list_size=len(base), delta_manifest_list_size=len(delta), delta_record_count=0,
-        commit_kind=CommitKind.COMPACT, uuid=None, writer_version="coordinator-test")
+        previous,
+        id=3,
+        base_manifest_list="manifest-list-ours-0",
+        delta_manifest_list="manifest-list-ours-1",
+        base_manifest_list_size=len(base),
+        delta_manifest_list_size=len(delta),
+        delta_record_count=0,
+        commit_kind=CommitKind.COMPACT,
+        uuid=None,
+        writer_version="coordinator-test",
+    )
     (table_dir / "snapshot" / snapshot_file_name(3)).write_text(snapshot.to_json())
     (table_dir / "snapshot" / "LATEST").write_bytes(format_hint(3))
 
@@ -539,8 +688,12 @@ def test_pypaimon_reads_a_table_whose_metadata_we_rewrote(
 
 @pytest.mark.parametrize(
     ("change", "message"),
-    [({"bucket": 2**31}, "Avro int"), ({"total_buckets": -(2**31) - 1}, "Avro int"),
-     ({"file_size": 2**63}, "Avro long"), ({"min_sequence_number": -(2**63) - 1}, "Avro long")],
+    [
+        ({"bucket": 2**31}, "Avro int"),
+        ({"total_buckets": -(2**31) - 1}, "Avro int"),
+        ({"file_size": 2**63}, "Avro long"),
+        ({"min_sequence_number": -(2**63) - 1}, "Avro long"),
+    ],
 )
 def test_encode_rejects_out_of_range_numbers(change: dict[str, int], message: str) -> None:
     entry = _entry("a")

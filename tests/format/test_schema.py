@@ -25,17 +25,34 @@ PYPAIMON_SCHEMA = """{"version": 3, "id": 0,
             {"id": 2, "name": "name", "type": "STRING"}, {"id": 3, "name": "v", "type": "DOUBLE"}],
  "highestFieldId": 3, "partitionKeys": ["dt"], "primaryKeys": ["dt", "id"],
  "options": {"bucket": "2"}, "comment": null, "timeMillis": 1795283568688}"""
-KEY_ORDER = ["version", "id", "fields", "highestFieldId", "partitionKeys", "primaryKeys", "options",
-             "comment", "timeMillis"]
+KEY_ORDER = [
+    "version",
+    "id",
+    "fields",
+    "highestFieldId",
+    "partitionKeys",
+    "primaryKeys",
+    "options",
+    "comment",
+    "timeMillis",
+]
 REQUIRED = ["fields", "options", "id", "highestFieldId", "partitionKeys", "primaryKeys"]
 
 TEXT = st.text(max_size=10)
 INT = st.integers(-(2**63), 2**63 - 1)
 TYPE_JSON = st.sampled_from(["INT", "BIGINT NOT NULL", "DECIMAL(10, 2)", "TIMESTAMP(6)"]) | st.builds(
     lambda element, nullable: {"type": "ARRAY", "element": element, "nullable": nullable},
-    st.sampled_from(["INT", "STRING"]), st.booleans())
-FIELDS = st.builds(SchemaField, id=INT, name=TEXT, type=TYPE_JSON, description=st.none() | TEXT,
-                   default_value=st.none() | TEXT)
+    st.sampled_from(["INT", "STRING"]),
+    st.booleans(),
+)
+FIELDS = st.builds(
+    SchemaField,
+    id=INT,
+    name=TEXT,
+    type=TYPE_JSON,
+    description=st.none() | TEXT,
+    default_value=st.none() | TEXT,
+)
 SCHEMAS = st.builds(
     TableSchema,
     version=st.integers(1, 3),
@@ -82,9 +99,12 @@ def test_field_description_and_default_only_when_set() -> None:
     assert s.field("name").description == "the name"
     assert s.field("v").default_value == "0.0"
     fields = json.loads(s.to_json())["fields"]
-    assert [list(f) for f in fields] == [["id", "name", "type"], ["id", "name", "type"],
-                                         ["id", "name", "type", "description"],
-                                         ["id", "name", "type", "defaultValue"]]
+    assert [list(f) for f in fields] == [
+        ["id", "name", "type"],
+        ["id", "name", "type"],
+        ["id", "name", "type", "description"],
+        ["id", "name", "type", "defaultValue"],
+    ]
 
 
 def test_nested_types_are_kept_verbatim() -> None:
@@ -115,9 +135,14 @@ def test_missing_required_key_is_named(key: str) -> None:
 
 @pytest.mark.parametrize(
     ("changes", "message"),
-    [({"id": "0"}, "'id'"), ({"options": {"bucket": 2}}, "options"), ({"primaryKeys": "id"}, "primaryKeys"),
-     ({"fields": [{"id": 0, "name": "a"}]}, "'type'"), ({"fields": [{"id": 0, "name": 1, "type": "INT"}]},
-                                                        "name"), ({"comment": 5}, "comment")],
+    [
+        ({"id": "0"}, "'id'"),
+        ({"options": {"bucket": 2}}, "options"),
+        ({"primaryKeys": "id"}, "primaryKeys"),
+        ({"fields": [{"id": 0, "name": "a"}]}, "'type'"),
+        ({"fields": [{"id": 0, "name": 1, "type": "INT"}]}, "name"),
+        ({"comment": 5}, "comment"),
+    ],
 )
 def test_malformed_values_are_rejected(changes: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -172,7 +197,11 @@ def test_parses_pypaimon_written_schema_file(pk_table: PaimonTable) -> None:
     text = (pk_table.schema_dir / schema_file_name(0)).read_text()
     s = TableSchema.from_json(text)
     assert [(f.id, f.name, f.type) for f in s.fields] == [
-        (0, "dt", "STRING NOT NULL"), (1, "id", "BIGINT NOT NULL"), (2, "name", "STRING"), (3, "v", "DOUBLE")]
+        (0, "dt", "STRING NOT NULL"),
+        (1, "id", "BIGINT NOT NULL"),
+        (2, "name", "STRING"),
+        (3, "v", "DOUBLE"),
+    ]
     assert (s.partition_keys, s.primary_keys, s.bucket, s.bucket_keys) == (("dt",), ("dt", "id"), 2, ("id",))
     assert s.time_millis == pk_table.table.table_schema.time_millis
     # Byte-for-byte what pypaimon wrote.
@@ -183,16 +212,28 @@ def test_pypaimon_parses_our_json() -> None:
     from pypaimon.schema.table_schema import TableSchema as PyTableSchema
 
     data = json.loads(PYPAIMON_SCHEMA)
-    data["fields"].append({"id": 4, "name": "tags", "type": {"type": "ARRAY", "element": "INT",
-                                                            "nullable": True}, "description": "labels"})
+    data["fields"].append(
+        {
+            "id": 4,
+            "name": "tags",
+            "type": {"type": "ARRAY", "element": "INT", "nullable": True},
+            "description": "labels",
+        }
+    )
     data["highestFieldId"] = 4
     data["comment"] = "c"
     ours = TableSchema.from_json(json.dumps(data))
     theirs = PyTableSchema.from_json(ours.to_json())
     assert (theirs.version, theirs.id, theirs.highest_field_id, theirs.time_millis, theirs.comment) == (
-        3, 0, 4, 1795283568688, "c")
+        3,
+        0,
+        4,
+        1795283568688,
+        "c",
+    )
     assert [(f.id, f.name, f.type.to_dict(), f.description) for f in theirs.fields] == [
-        (f.id, f.name, f.type, f.description) for f in ours.fields]
+        (f.id, f.name, f.type, f.description) for f in ours.fields
+    ]
     assert (theirs.partition_keys, theirs.primary_keys) == (["dt"], ["dt", "id"])
     assert theirs.options == {"bucket": "2"}
     assert theirs.bucket_keys == list(ours.bucket_keys)
@@ -204,17 +245,26 @@ def test_pypaimon_schema_with_nested_types_round_trips() -> None:
     from pypaimon.common.json_util import JSON
     from pypaimon.schema.table_schema import TableSchema as PyTableSchema
 
-    arrow = pa.schema([
-        ("id", pa.int64()), ("tags", pa.list_(pa.string())), ("m", pa.map_(pa.string(), pa.int32())),
-        ("r", pa.struct([("a", pa.int32()), ("b", pa.string())])), ("d", pa.decimal128(10, 2)),
-    ])
-    py_schema = PyTableSchema.from_schema(5, Schema.from_pyarrow_schema(
-        arrow, primary_keys=["id"], options={"bucket": "1"}, comment="nested"))
+    arrow = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("tags", pa.list_(pa.string())),
+            ("m", pa.map_(pa.string(), pa.int32())),
+            ("r", pa.struct([("a", pa.int32()), ("b", pa.string())])),
+            ("d", pa.decimal128(10, 2)),
+        ]
+    )
+    py_schema = PyTableSchema.from_schema(
+        5, Schema.from_pyarrow_schema(arrow, primary_keys=["id"], options={"bucket": "1"}, comment="nested")
+    )
     text = JSON.to_json(py_schema, indent=2)
     ours = TableSchema.from_json(text)
     assert ours.to_json() == text
     assert (ours.id, ours.highest_field_id, ours.bucket, ours.comment) == (5, 6, 1, "nested")
-    assert ours.field("r").type == {"type": "ROW", "nullable": True, "fields": [
-        {"id": 4, "name": "a", "type": "INT"}, {"id": 5, "name": "b", "type": "STRING"}]}
+    assert ours.field("r").type == {
+        "type": "ROW",
+        "nullable": True,
+        "fields": [{"id": 4, "name": "a", "type": "INT"}, {"id": 5, "name": "b", "type": "STRING"}],
+    }
     back = PyTableSchema.from_json(ours.to_json())
     assert [f.to_dict() for f in back.fields] == [f.to_dict() for f in py_schema.fields]

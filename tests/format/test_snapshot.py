@@ -41,11 +41,34 @@ PYPAIMON_SNAPSHOT = """{
   "writerVersion": "python-2.1.0-3a5ffe7870697e2c2605e63413fb5ac5800aae7e"
 }"""
 
-REQUIRED = ["version", "id", "schemaId", "baseManifestList", "deltaManifestList", "totalRecordCount",
-            "deltaRecordCount", "commitUser", "commitIdentifier", "commitKind", "timeMillis"]
-ALL_KEYS = [*REQUIRED, "baseManifestListSize", "deltaManifestListSize", "changelogManifestList",
-            "changelogManifestListSize", "indexManifest", "changelogRecordCount", "watermark", "statistics",
-            "nextRowId", "properties", "uuid", "writerVersion"]
+REQUIRED = [
+    "version",
+    "id",
+    "schemaId",
+    "baseManifestList",
+    "deltaManifestList",
+    "totalRecordCount",
+    "deltaRecordCount",
+    "commitUser",
+    "commitIdentifier",
+    "commitKind",
+    "timeMillis",
+]
+ALL_KEYS = [
+    *REQUIRED,
+    "baseManifestListSize",
+    "deltaManifestListSize",
+    "changelogManifestList",
+    "changelogManifestListSize",
+    "indexManifest",
+    "changelogRecordCount",
+    "watermark",
+    "statistics",
+    "nextRowId",
+    "properties",
+    "uuid",
+    "writerVersion",
+]
 
 LONG = st.integers(-(2**63), 2**63 - 1)
 TEXT = st.text(max_size=12)
@@ -112,12 +135,21 @@ def test_parses_pypaimon_example() -> None:
 
 
 def test_to_json_key_order_and_omitted_nulls() -> None:
-    full = _snapshot(changelog_manifest_list="cl", changelog_manifest_list_size=5, index_manifest="im",
-                     changelog_record_count=4, watermark=9, statistics="st", next_row_id=11,
-                     properties={"k": "v"}, extra={"operation": "WRITE"})
+    full = _snapshot(
+        changelog_manifest_list="cl",
+        changelog_manifest_list_size=5,
+        index_manifest="im",
+        changelog_record_count=4,
+        watermark=9,
+        statistics="st",
+        next_row_id=11,
+        properties={"k": "v"},
+        extra={"operation": "WRITE"},
+    )
     assert list(json.loads(full.to_json())) == [*ALL_KEYS, "operation"]
-    minimal = _snapshot(base_manifest_list_size=None, delta_manifest_list_size=None, uuid=None,
-                        writer_version=None)
+    minimal = _snapshot(
+        base_manifest_list_size=None, delta_manifest_list_size=None, uuid=None, writer_version=None
+    )
     text = minimal.to_json()
     assert list(json.loads(text)) == REQUIRED
     assert "null" not in text
@@ -147,8 +179,14 @@ def test_missing_required_key_is_named(key: str) -> None:
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("id", "3"), ("commitUser", 7), ("totalRecordCount", 1.5), ("watermark", True),
-     ("properties", {"a": 1}), ("commitKind", "MERGE")],
+    [
+        ("id", "3"),
+        ("commitUser", 7),
+        ("totalRecordCount", 1.5),
+        ("watermark", True),
+        ("properties", {"a": 1}),
+        ("commitKind", "MERGE"),
+    ],
 )
 def test_wrongly_typed_values_are_rejected(key: str, value: object) -> None:
     data = json.loads(PYPAIMON_SNAPSHOT)
@@ -171,15 +209,23 @@ def test_rejects_non_objects() -> None:
 
 def test_carry_forward_without_previous_snapshot() -> None:
     assert carry_forward(None, schema_id=0) == {
-        "index_manifest": None, "statistics": None, "next_row_id": None, "watermark": None}
+        "index_manifest": None,
+        "statistics": None,
+        "next_row_id": None,
+        "watermark": None,
+    }
     assert carry_forward(None, schema_id=0, watermark=5)["watermark"] == 5
 
 
 def test_carry_forward_inherits_index_row_id_and_max_watermark() -> None:
     prev = _snapshot(index_manifest="index-manifest-1", statistics="stat-1", next_row_id=42, watermark=100)
     carried = carry_forward(prev, schema_id=prev.schema_id, watermark=50)
-    assert carried == {"index_manifest": "index-manifest-1", "statistics": "stat-1", "next_row_id": 42,
-                       "watermark": 100}
+    assert carried == {
+        "index_manifest": "index-manifest-1",
+        "statistics": "stat-1",
+        "next_row_id": 42,
+        "watermark": 100,
+    }
     assert carry_forward(prev, schema_id=prev.schema_id, watermark=150)["watermark"] == 150
     assert carry_forward(_snapshot(), schema_id=0, watermark=None)["watermark"] is None
     # Statistics describe one schema; a new schema id drops them (Java logs "stats will not be inherited").
@@ -208,8 +254,16 @@ def test_hints() -> None:
 def test_snapshot_file_names() -> None:
     assert snapshot_file_name(12) == "snapshot-12"
     assert parse_snapshot_file_name("snapshot-12") == 12
-    for other in ("LATEST", "EARLIEST", "snapshot-", "snapshot-1.tmp", ".snapshot-3.abc.tmp", "snapshot--1",
-                  "schema-1", "snapshot-\u0663"):
+    for other in (
+        "LATEST",
+        "EARLIEST",
+        "snapshot-",
+        "snapshot-1.tmp",
+        ".snapshot-3.abc.tmp",
+        "snapshot--1",
+        "schema-1",
+        "snapshot-\u0663",
+    ):
         assert parse_snapshot_file_name(other) is None
 
 
@@ -236,9 +290,16 @@ def test_parses_pypaimon_written_snapshots_and_hint(pk_table: PaimonTable) -> No
         assert ours.id == theirs.id == snapshot_id
         assert ours.commit_kind.value == theirs.commit_kind == "APPEND"
         assert (ours.base_manifest_list, ours.delta_manifest_list, ours.total_record_count) == (
-            theirs.base_manifest_list, theirs.delta_manifest_list, theirs.total_record_count)
+            theirs.base_manifest_list,
+            theirs.delta_manifest_list,
+            theirs.total_record_count,
+        )
         assert (ours.commit_user, ours.commit_identifier, ours.uuid, ours.writer_version) == (
-            theirs.commit_user, theirs.commit_identifier, theirs.uuid, theirs.writer_version)
+            theirs.commit_user,
+            theirs.commit_identifier,
+            theirs.uuid,
+            theirs.writer_version,
+        )
         assert ours.extra == {}
         # Same keys, values and order as pypaimon's own file.
         assert ours.to_json() == text
@@ -248,22 +309,48 @@ def test_pypaimon_parses_our_json(pk_table: PaimonTable) -> None:
     from pypaimon.common.json_util import JSON
     from pypaimon.snapshot.snapshot import Snapshot as PySnapshot
 
-    ours = _snapshot(changelog_manifest_list="manifest-list-x-2", changelog_manifest_list_size=77,
-                     index_manifest="index-manifest-y-0", changelog_record_count=3, watermark=-5,
-                     statistics="stat-z-0", next_row_id=1000, properties={"a": "b"},
-                     extra={"operation": "WRITE"}, commit_kind=CommitKind.OVERWRITE)
+    ours = _snapshot(
+        changelog_manifest_list="manifest-list-x-2",
+        changelog_manifest_list_size=77,
+        index_manifest="index-manifest-y-0",
+        changelog_record_count=3,
+        watermark=-5,
+        statistics="stat-z-0",
+        next_row_id=1000,
+        properties={"a": "b"},
+        extra={"operation": "WRITE"},
+        commit_kind=CommitKind.OVERWRITE,
+    )
     theirs = JSON.from_json(ours.to_json(), PySnapshot)
-    for attr in ("version", "id", "schema_id", "base_manifest_list", "delta_manifest_list",
-                 "total_record_count", "delta_record_count", "commit_user", "commit_identifier",
-                 "time_millis", "base_manifest_list_size", "delta_manifest_list_size",
-                 "changelog_manifest_list", "changelog_manifest_list_size", "index_manifest",
-                 "changelog_record_count", "watermark", "statistics", "next_row_id", "uuid",
-                 "writer_version"):
+    for attr in (
+        "version",
+        "id",
+        "schema_id",
+        "base_manifest_list",
+        "delta_manifest_list",
+        "total_record_count",
+        "delta_record_count",
+        "commit_user",
+        "commit_identifier",
+        "time_millis",
+        "base_manifest_list_size",
+        "delta_manifest_list_size",
+        "changelog_manifest_list",
+        "changelog_manifest_list_size",
+        "index_manifest",
+        "changelog_record_count",
+        "watermark",
+        "statistics",
+        "next_row_id",
+        "uuid",
+        "writer_version",
+    ):
         assert getattr(theirs, attr) == getattr(ours, attr), attr
     assert (theirs.commit_kind, theirs.properties) == ("OVERWRITE", {"a": "b"})
     # And pypaimon's serialisation of that object is what we produce, minus the Java-only key.
     assert json.loads(JSON.to_json(theirs)) == {
-        k: v for k, v in json.loads(ours.to_json()).items() if k != "operation"}
+        k: v for k, v in json.loads(ours.to_json()).items() if k != "operation"
+    }
 
 
 def test_pypaimon_reads_our_hint_and_snapshot(pk_table: PaimonTable, tmp_path: Path) -> None:
@@ -273,8 +360,14 @@ def test_pypaimon_reads_our_hint_and_snapshot(pk_table: PaimonTable, tmp_path: P
     shutil.copytree(pk_table.path, table_dir)
     snapshot_dir = table_dir / "snapshot"
     previous = Snapshot.from_json((snapshot_dir / snapshot_file_name(2)).read_text())
-    nxt = dataclasses.replace(previous, id=3, delta_record_count=0, commit_kind=CommitKind.ANALYZE,
-                              uuid=None, **carry_forward(previous, schema_id=0, watermark=12))
+    nxt = dataclasses.replace(
+        previous,
+        id=3,
+        delta_record_count=0,
+        commit_kind=CommitKind.ANALYZE,
+        uuid=None,
+        **carry_forward(previous, schema_id=0, watermark=12),
+    )
     (snapshot_dir / snapshot_file_name(3)).write_text(nxt.to_json())
     (snapshot_dir / LATEST).write_bytes(format_hint(3))
     manager = SnapshotManager(pk_table.table.file_io, str(table_dir))

@@ -101,8 +101,15 @@ class ManifestEntry:
     def identifier(self) -> FileIdentifier:
         """Identity used to match a DELETE with its ADD (Paimon's FileEntry.Identifier)."""
         f = self.file
-        return (self.partition, self.bucket, f.level, f.file_name, f.extra_files, f.embedded_index,
-                f.external_path)
+        return (
+            self.partition,
+            self.bucket,
+            f.level,
+            f.file_name,
+            f.extra_files,
+            f.embedded_index,
+            f.external_path,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,33 +167,36 @@ MANIFEST_SCHEMA: Final[Mapping[str, object]] = {
         {"name": "_PARTITION", "type": "bytes"},
         {"name": "_BUCKET", "type": "int"},
         {"name": "_TOTAL_BUCKETS", "type": "int"},
-        {"name": "_FILE", "type": {
-            "type": "record",
-            "name": "record__FILE",
-            "fields": [
-                {"name": "_FILE_NAME", "type": "string"},
-                {"name": "_FILE_SIZE", "type": "long"},
-                {"name": "_ROW_COUNT", "type": "long"},
-                {"name": "_MIN_KEY", "type": "bytes"},
-                {"name": "_MAX_KEY", "type": "bytes"},
-                {"name": "_KEY_STATS", "type": _stats_schema("record__FILE__KEY_STATS")},
-                {"name": "_VALUE_STATS", "type": _stats_schema("record__FILE__VALUE_STATS")},
-                {"name": "_MIN_SEQUENCE_NUMBER", "type": "long"},
-                {"name": "_MAX_SEQUENCE_NUMBER", "type": "long"},
-                {"name": "_SCHEMA_ID", "type": "long"},
-                {"name": "_LEVEL", "type": "int"},
-                {"name": "_EXTRA_FILES", "type": _STRINGS},
-                _optional("_CREATION_TIME", {"type": "long", "logicalType": "timestamp-millis"}),
-                _optional("_DELETE_ROW_COUNT", "long"),
-                _optional("_EMBEDDED_FILE_INDEX", "bytes"),
-                _optional("_FILE_SOURCE", "int"),
-                _optional("_VALUE_STATS_COLS", _STRINGS),
-                _optional("_EXTERNAL_PATH", "string"),
-                _optional("_FIRST_ROW_ID", "long"),
-                _optional("_WRITE_COLS", _STRINGS),
-                _optional("_WRITE_COLS_SEQUENCES", {"type": "array", "items": "long"}),
-            ],
-        }},
+        {
+            "name": "_FILE",
+            "type": {
+                "type": "record",
+                "name": "record__FILE",
+                "fields": [
+                    {"name": "_FILE_NAME", "type": "string"},
+                    {"name": "_FILE_SIZE", "type": "long"},
+                    {"name": "_ROW_COUNT", "type": "long"},
+                    {"name": "_MIN_KEY", "type": "bytes"},
+                    {"name": "_MAX_KEY", "type": "bytes"},
+                    {"name": "_KEY_STATS", "type": _stats_schema("record__FILE__KEY_STATS")},
+                    {"name": "_VALUE_STATS", "type": _stats_schema("record__FILE__VALUE_STATS")},
+                    {"name": "_MIN_SEQUENCE_NUMBER", "type": "long"},
+                    {"name": "_MAX_SEQUENCE_NUMBER", "type": "long"},
+                    {"name": "_SCHEMA_ID", "type": "long"},
+                    {"name": "_LEVEL", "type": "int"},
+                    {"name": "_EXTRA_FILES", "type": _STRINGS},
+                    _optional("_CREATION_TIME", {"type": "long", "logicalType": "timestamp-millis"}),
+                    _optional("_DELETE_ROW_COUNT", "long"),
+                    _optional("_EMBEDDED_FILE_INDEX", "bytes"),
+                    _optional("_FILE_SOURCE", "int"),
+                    _optional("_VALUE_STATS_COLS", _STRINGS),
+                    _optional("_EXTERNAL_PATH", "string"),
+                    _optional("_FIRST_ROW_ID", "long"),
+                    _optional("_WRITE_COLS", _STRINGS),
+                    _optional("_WRITE_COLS_SEQUENCES", {"type": "array", "items": "long"}),
+                ],
+            },
+        },
     ],
 }
 

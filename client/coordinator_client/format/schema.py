@@ -136,10 +136,19 @@ class TableSchema:
         return keys or self.trimmed_primary_keys
 
 
-_KNOWN_KEYS: Final = frozenset({
-    "version", "id", "fields", "highestFieldId", "partitionKeys", "primaryKeys", "options", "comment",
-    "timeMillis",
-})
+_KNOWN_KEYS: Final = frozenset(
+    {
+        "version",
+        "id",
+        "fields",
+        "highestFieldId",
+        "partitionKeys",
+        "primaryKeys",
+        "options",
+        "comment",
+        "timeMillis",
+    }
+)
 
 
 def schema_file_name(schema_id: int) -> str:

@@ -129,10 +129,18 @@ _KEYS: Final = (
 )
 _KNOWN_KEYS: Final = frozenset(key for _, key in _KEYS)
 _REQUIRED_KEYS: Final = tuple(key for _, key in _KEYS[:11])
-_STR_ATTRS: Final = frozenset({
-    "base_manifest_list", "delta_manifest_list", "commit_user", "changelog_manifest_list",
-    "index_manifest", "statistics", "uuid", "writer_version",
-})
+_STR_ATTRS: Final = frozenset(
+    {
+        "base_manifest_list",
+        "delta_manifest_list",
+        "commit_user",
+        "changelog_manifest_list",
+        "index_manifest",
+        "statistics",
+        "uuid",
+        "writer_version",
+    }
+)
 
 
 def _checked(data: Mapping[str, Any], key: str, attr: str) -> Any:

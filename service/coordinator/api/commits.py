@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from fastapi import APIRouter, Header, Query, Response, status
+
+from coordinator.api.deps import ServicesDep
+from coordinator.api.errors import COMMIT_ERRORS, TABLE_ERRORS
 from coordinator_client.models import (
     CommitHistoryResponse,
     CommitOutcomeResponse,
     CommitRequest,
     CommitResponse,
 )
-from fastapi import APIRouter, Header, Query, Response, status
-
-from coordinator.api.deps import ServicesDep
-from coordinator.api.errors import COMMIT_ERRORS, TABLE_ERRORS
 
 router = APIRouter(prefix="/tables/{table_id}/commits", tags=["commits"])
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator_client.models import ErrorResponse
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -19,6 +18,7 @@ from coordinator.errors import (
     TableAlreadyExists,
     TableNotFound,
 )
+from coordinator_client.models import ErrorResponse
 
 
 def _render(error: ErrorResponse, status: int, headers: dict[str, str] | None = None) -> JSONResponse:

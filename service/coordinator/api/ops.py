@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from coordinator_client.models import HealthResponse, LockListResponse
 from fastapi import APIRouter
 from sqlalchemy import text
 
 from coordinator.api.deps import ServicesDep
+from coordinator_client.models import HealthResponse, LockListResponse
 
 router = APIRouter(tags=["ops"])
 

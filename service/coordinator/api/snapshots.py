@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from coordinator_client.models import FileListResponse, SnapshotListResponse, SnapshotModel
 from fastapi import APIRouter, Query
 
 from coordinator.api.deps import ServicesDep
 from coordinator.api.errors import SNAPSHOT_ERRORS, TABLE_ERRORS
 from coordinator.usecases.reads import snapshot_model
+from coordinator_client.models import FileListResponse, SnapshotListResponse, SnapshotModel
 
 router = APIRouter(prefix="/tables/{table_id}", tags=["snapshots"])
 

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from fastapi import APIRouter, status
+
+from coordinator.api.deps import ServicesDep
+from coordinator.api.errors import CREATE_ERRORS, TABLE_ERRORS
+from coordinator.usecases.commits import local_millis
+from coordinator.usecases.tables import Table
 from coordinator_client.models import (
     CreateTableRequest,
     SchemaFieldModel,
@@ -9,12 +15,6 @@ from coordinator_client.models import (
     TableListResponse,
     TableResponse,
 )
-from fastapi import APIRouter, status
-
-from coordinator.api.deps import ServicesDep
-from coordinator.api.errors import CREATE_ERRORS, TABLE_ERRORS
-from coordinator.usecases.commits import local_millis
-from coordinator.usecases.tables import Table
 
 router = APIRouter(prefix="/tables", tags=["tables"])
 
@@ -29,8 +29,10 @@ def table_response(table: Table, latest: int) -> TableResponse:
         location=table.location,
         schema=SchemaModel(
             id=schema.id,
-            fields=[SchemaFieldModel(id=f.id, name=f.name, type=f.type, description=f.description)
-                    for f in schema.fields],
+            fields=[
+                SchemaFieldModel(id=f.id, name=f.name, type=f.type, description=f.description)
+                for f in schema.fields
+            ],
             partition_keys=list(schema.partition_keys),
             primary_keys=list(schema.primary_keys),
             options=dict(schema.options),

@@ -103,11 +103,15 @@ def mark_published(conn: Connection, table_id: str, snapshot_ids: Sequence[int])
 
 
 def get_snapshot(conn: Connection, table_id: str, snapshot_id: int) -> StoredSnapshot | None:
-    row = conn.execute(
-        select(SnapshotRow.__table__).where(
-            SnapshotRow.table_id == table_id, SnapshotRow.snapshot_id == snapshot_id
+    row = (
+        conn.execute(
+            select(SnapshotRow.__table__).where(
+                SnapshotRow.table_id == table_id, SnapshotRow.snapshot_id == snapshot_id
+            )
         )
-    ).mappings().first()
+        .mappings()
+        .first()
+    )
     return _snapshot(row) if row is not None else None
 
 
@@ -122,7 +126,11 @@ def list_snapshots(conn: Connection, table_id: str, limit: int, before: int | No
 def _snapshot(row: object) -> StoredSnapshot:
     r = dict(row)  # type: ignore[call-overload]
     return StoredSnapshot(
-        int(r["snapshot_id"]), r["commit_user"], int(r["commit_identifier"]), r["commit_kind"], r["body"],
+        int(r["snapshot_id"]),
+        r["commit_user"],
+        int(r["commit_identifier"]),
+        r["commit_kind"],
+        r["body"],
         bool(r["published"]),
     )
 
@@ -131,37 +139,51 @@ def _snapshot(row: object) -> StoredSnapshot:
 
 
 def find_committed(conn: Connection, table_id: str, commit_user: str, identifier: int) -> StoredCommit | None:
-    row = conn.execute(
-        select(CommitRow.__table__).where(
-            CommitRow.table_id == table_id,
-            CommitRow.commit_user == commit_user,
-            CommitRow.identifier == identifier,
-            CommitRow.outcome == "committed",
+    row = (
+        conn.execute(
+            select(CommitRow.__table__).where(
+                CommitRow.table_id == table_id,
+                CommitRow.commit_user == commit_user,
+                CommitRow.identifier == identifier,
+                CommitRow.outcome == "committed",
+            )
         )
-    ).mappings().first()
+        .mappings()
+        .first()
+    )
     return _commit(row) if row is not None else None
 
 
 def find_latest_attempt(
     conn: Connection, table_id: str, commit_user: str, identifier: int
 ) -> StoredCommit | None:
-    row = conn.execute(
-        select(CommitRow.__table__)
-        .where(
-            CommitRow.table_id == table_id,
-            CommitRow.commit_user == commit_user,
-            CommitRow.identifier == identifier,
+    row = (
+        conn.execute(
+            select(CommitRow.__table__)
+            .where(
+                CommitRow.table_id == table_id,
+                CommitRow.commit_user == commit_user,
+                CommitRow.identifier == identifier,
+            )
+            .order_by(CommitRow.id.desc())
+            .limit(1)
         )
-        .order_by(CommitRow.id.desc())
-        .limit(1)
-    ).mappings().first()
+        .mappings()
+        .first()
+    )
     return _commit(row) if row is not None else None
 
 
 def find_by_idempotency_key(conn: Connection, table_id: str, key: str) -> StoredCommit | None:
-    row = conn.execute(
-        select(CommitRow.__table__).where(CommitRow.table_id == table_id, CommitRow.idempotency_key == key)
-    ).mappings().first()
+    row = (
+        conn.execute(
+            select(CommitRow.__table__).where(
+                CommitRow.table_id == table_id, CommitRow.idempotency_key == key
+            )
+        )
+        .mappings()
+        .first()
+    )
     return _commit(row) if row is not None else None
 
 
@@ -196,8 +218,9 @@ def insert_commit(
     )
 
 
-def update_commit_timings(conn: Connection, table_id: str, commit_user: str, identifier: int,
-                          timings: dict[str, float]) -> None:
+def update_commit_timings(
+    conn: Connection, table_id: str, commit_user: str, identifier: int, timings: dict[str, float]
+) -> None:
     conn.execute(
         update(CommitRow)
         .where(

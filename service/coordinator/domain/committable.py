@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from coordinator_client.format.binary_row import encode_row
-from coordinator_client.format.manifest import DataFileMeta, FileKind, ManifestEntry, SimpleStats
-from coordinator_client.format.values import from_json_value
-from coordinator_client.models import CommitMessageModel, CommitRequest, DataFileModel, KeyStatsModel
 from pydantic import JsonValue
 
 from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest
+from coordinator_client.format.binary_row import encode_row
+from coordinator_client.format.manifest import DataFileMeta, FileKind, ManifestEntry, SimpleStats
+from coordinator_client.format.values import from_json_value
+from coordinator_client.models import CommitMessageModel, CommitRequest, DataFileModel, KeyStatsModel
 
 DATA_FILE_SUFFIXES = (".parquet", ".orc", ".avro")
 FILE_SOURCE_APPEND = 0
@@ -60,15 +60,22 @@ def resolve_committable(request: CommitRequest, shape: TableShape, *, now_millis
     """
     resolver = _Resolver(shape, now_millis)
     resolved = ResolvedCommittable(request.commit_user, request.identifier)
+    # (field name, kind, file source) of each file list of a message, and where its entries go.
+    lists = (
+        ("newFiles", FileKind.ADD, FILE_SOURCE_APPEND, resolved.append),
+        ("deletedFiles", FileKind.DELETE, None, resolved.append),
+        ("changelogFiles", FileKind.ADD, FILE_SOURCE_APPEND, resolved.append_changelog),
+        ("compactBefore", FileKind.DELETE, None, resolved.compact),
+        ("compactAfter", FileKind.ADD, FILE_SOURCE_COMPACT, resolved.compact),
+        ("compactChangelogFiles", FileKind.ADD, FILE_SOURCE_COMPACT, resolved.compact_changelog),
+    )
     for i, message in enumerate(request.messages):
         path = f"messages[{i}]"
         partition = resolver.partition(message.partition, f"{path}.partition")
         total_buckets = resolver.total_buckets(message, path)
-
-        def entries(
-            files: Sequence[DataFileModel], kind: FileKind, name: str, source: int | None
-        ) -> list[ManifestEntry]:
-            return [
+        for name, kind, source, target_list in lists:
+            files: Sequence[DataFileModel] = getattr(message, _snake(name))
+            target_list.extend(
                 ManifestEntry(
                     kind,
                     partition,
@@ -77,20 +84,7 @@ def resolve_committable(request: CommitRequest, shape: TableShape, *, now_millis
                     resolver.data_file(f, f"{path}.{name}[{j}]", source),
                 )
                 for j, f in enumerate(files)
-            ]
-
-        resolved.append.extend(entries(message.new_files, FileKind.ADD, "newFiles", FILE_SOURCE_APPEND))
-        resolved.append.extend(entries(message.deleted_files, FileKind.DELETE, "deletedFiles", None))
-        resolved.append_changelog.extend(
-            entries(message.changelog_files, FileKind.ADD, "changelogFiles", FILE_SOURCE_APPEND)
-        )
-        resolved.compact.extend(entries(message.compact_before, FileKind.DELETE, "compactBefore", None))
-        resolved.compact.extend(
-            entries(message.compact_after, FileKind.ADD, "compactAfter", FILE_SOURCE_COMPACT)
-        )
-        resolved.compact_changelog.extend(
-            entries(message.compact_changelog_files, FileKind.ADD, "compactChangelogFiles", FILE_SOURCE_COMPACT)
-        )
+            )
     if request.overwrite is None:
         return resolved
     if resolved.compact or resolved.compact_changelog:
@@ -100,15 +94,23 @@ def resolve_committable(request: CommitRequest, shape: TableShape, *, now_millis
         target = OverwriteTarget(whole_table=True)
     elif spec.mode == "dynamic":
         if spec.partition is not None:
-            raise InvalidRequest("a dynamic overwrite takes its partitions from the new files",
-                                 field="overwrite.partition")
+            raise InvalidRequest(
+                "a dynamic overwrite takes its partitions from the new files", field="overwrite.partition"
+            )
         target = OverwriteTarget(partitions=frozenset(e.partition for e in resolved.append))
     else:
         target = partition_spec_target(spec.partition, shape, resolved.append)
     return ResolvedCommittable(
-        resolved.commit_user, resolved.identifier, resolved.append, resolved.append_changelog,
+        resolved.commit_user,
+        resolved.identifier,
+        resolved.append,
+        resolved.append_changelog,
         overwrite=target,
     )
+
+
+def _snake(camel: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in camel)
 
 
 def partition_spec_target(
@@ -158,7 +160,7 @@ class _Resolver:
             if name not in shape.partition_names:
                 raise InvalidRequest(f"{name!r} is not a partition key of this table", field=f"{path}.{name}")
         typed = []
-        for name, data_type in zip(shape.partition_names, shape.partition_types):
+        for name, data_type in zip(shape.partition_names, shape.partition_types, strict=True):
             if name not in values:
                 raise InvalidRequest(f"partition value for {name!r} is missing", field=f"{path}.{name}")
             typed.append(_typed(values[name], data_type, f"{path}.{name}"))
@@ -182,8 +184,9 @@ class _Resolver:
             return table_buckets
         total = table_buckets if message.total_buckets is None else message.total_buckets
         if total <= 0:
-            raise InvalidRequest("totalBuckets must be positive for a fixed-bucket table",
-                                 field=f"{path}.totalBuckets")
+            raise InvalidRequest(
+                "totalBuckets must be positive for a fixed-bucket table", field=f"{path}.totalBuckets"
+            )
         if message.bucket >= total:
             raise InvalidRequest(f"bucket {message.bucket} out of range [0, {total})", field=f"{path}.bucket")
         return total
@@ -195,10 +198,14 @@ class _Resolver:
                 f"expected {len(shape.key_types)} key value(s) {list(shape.key_names)}, got {len(values)}",
                 field=path,
             )
-        typed = [_typed(v, t, f"{path}[{i}]") for i, (v, t) in enumerate(zip(values, shape.key_types))]
+        typed = [
+            _typed(v, t, f"{path}[{i}]") for i, (v, t) in enumerate(zip(values, shape.key_types, strict=True))
+        ]
         return encode_row(typed, shape.key_types)
 
-    def key_stats(self, stats: KeyStatsModel | None, min_key: bytes, max_key: bytes, path: str) -> SimpleStats:
+    def key_stats(
+        self, stats: KeyStatsModel | None, min_key: bytes, max_key: bytes, path: str
+    ) -> SimpleStats:
         shape = self.shape
         arity = len(shape.key_types)
         if arity == 0:
@@ -207,8 +214,9 @@ class _Resolver:
             return SimpleStats.EMPTY
         if stats is None:
             if arity > 1:
-                raise InvalidRequest("keyStats are required when the primary key has several fields",
-                                     field=path)
+                raise InvalidRequest(
+                    "keyStats are required when the primary key has several fields", field=path
+                )
             # With one key field, the file's min and max key are exactly its key statistics.
             return SimpleStats(min_key, max_key, (0,))
         if not len(stats.min_values) == len(stats.max_values) == len(stats.null_counts) == arity:
@@ -226,16 +234,19 @@ class _Resolver:
                 f"file name must end with one of {', '.join(DATA_FILE_SUFFIXES)}", field=f"{path}.fileName"
             )
         if f.min_sequence_number > f.max_sequence_number:
-            raise InvalidRequest("minSequenceNumber is greater than maxSequenceNumber",
-                                 field=f"{path}.minSequenceNumber")
+            raise InvalidRequest(
+                "minSequenceNumber is greater than maxSequenceNumber", field=f"{path}.minSequenceNumber"
+            )
         if f.delete_row_count > f.row_count:
             raise InvalidRequest("deleteRowCount is greater than rowCount", field=f"{path}.deleteRowCount")
         if f.level > shape.max_level:
-            raise InvalidRequest(f"level {f.level} is above the table's top level {shape.max_level}",
-                                 field=f"{path}.level")
+            raise InvalidRequest(
+                f"level {f.level} is above the table's top level {shape.max_level}", field=f"{path}.level"
+            )
         if f.schema_id > shape.schema.id:
-            raise InvalidRequest(f"schema {f.schema_id} does not exist (latest is {shape.schema.id})",
-                                 field=f"{path}.schemaId")
+            raise InvalidRequest(
+                f"schema {f.schema_id} does not exist (latest is {shape.schema.id})", field=f"{path}.schemaId"
+            )
         for j, extra in enumerate(f.extra_files):
             if "/" in extra or extra.startswith(".") or not extra:
                 raise InvalidRequest("extra file names must be bare names", field=f"{path}.extraFiles[{j}]")

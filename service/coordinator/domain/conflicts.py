@@ -17,12 +17,12 @@ Appends of level-0 files to the same bucket never conflict: level 0 may overlap,
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from coordinator_client.format.manifest import FileKind, ManifestEntry
-
 from coordinator.domain.live_files import Identifier, LiveFiles
+from coordinator_client.format.manifest import FileKind, ManifestEntry
 
 KeyDecoder = Callable[[bytes], tuple[object, ...]]
 
@@ -80,7 +80,9 @@ def _check_bucket_count(live: LiveFiles, delta: Sequence[ManifestEntry]) -> None
     for entry in delta:
         if entry.kind != FileKind.ADD or entry.total_buckets <= 0:
             continue
-        expected = seen.setdefault(entry.partition, live.total_buckets(entry.partition) or entry.total_buckets)
+        expected = seen.setdefault(
+            entry.partition, live.total_buckets(entry.partition) or entry.total_buckets
+        )
         if entry.total_buckets != expected:
             raise Conflict(
                 "BUCKET_COUNT_CHANGED",
@@ -108,7 +110,9 @@ def _check_files(live: LiveFiles, delta: Sequence[ManifestEntry]) -> None:
         seen.add(ident)
     missing = [e for e in delta if e.kind == FileKind.DELETE and e.identifier not in live.entries]
     if missing:
-        winner = next((live.removed_in[e.identifier] for e in missing if e.identifier in live.removed_in), None)
+        winner = next(
+            (live.removed_in[e.identifier] for e in missing if e.identifier in live.removed_in), None
+        )
         first = missing[0]
         raise Conflict(
             "DELETED_FILE_MISSING",
@@ -146,7 +150,7 @@ def _check_key_ranges(live: LiveFiles, delta: Sequence[ManifestEntry], decode_ke
         new_levels = {e.file.level for e in added}
         for level in sorted(new_levels):
             runs = sorted(levels[level], key=lambda e: decode_key(e.file.min_key))
-            for before, after in zip(runs, runs[1:]):
+            for before, after in itertools.pairwise(runs):
                 if decode_key(before.file.max_key) >= decode_key(after.file.min_key):
                     other = before if before not in added else after
                     raise Conflict(

@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from coordinator_client.format.manifest import FileKind, ManifestEntry, ManifestFileMeta
-
 from coordinator.domain.live_files import merge_entries
+from coordinator_client.format.manifest import FileKind, ManifestEntry, ManifestFileMeta
 
 ReadManifest = Callable[[ManifestFileMeta], list[ManifestEntry]]
 WriteManifests = Callable[[list[ManifestEntry]], list[ManifestFileMeta]]
@@ -103,7 +102,11 @@ def _try_full_compaction(
     if changing < options.full_compaction_threshold_size:
         return None
     deleted = {
-        e.identifier for m in manifests if m.num_deleted_files > 0 for e in read(m) if e.kind == FileKind.DELETE
+        e.identifier
+        for m in manifests
+        if m.num_deleted_files > 0
+        for e in read(m)
+        if e.kind == FileKind.DELETE
     }
     kept: list[ManifestFileMeta] = []
     rewrite: list[ManifestFileMeta] = []

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from coordinator_client.format.manifest import FileKind, ManifestEntry
-from coordinator_client.format.snapshot import CommitKind
-
 from coordinator.domain.committable import ResolvedCommittable
 from coordinator.domain.live_files import LiveFiles
 from coordinator.domain.table_schema import TableShape
+from coordinator_client.format.manifest import FileKind, ManifestEntry
+from coordinator_client.format.snapshot import CommitKind
 
 
 @dataclass(frozen=True)
@@ -26,9 +25,7 @@ def plan_snapshots(resolved: ResolvedCommittable, live: LiveFiles, shape: TableS
     plans: list[SnapshotPlan] = []
     if resolved.overwrite is not None:
         target = resolved.overwrite
-        replaced = [
-            replace(e, kind=FileKind.DELETE) for e in live if target.matches(e.partition, shape)
-        ]
+        replaced = [replace(e, kind=FileKind.DELETE) for e in live if target.matches(e.partition, shape)]
         entries = replaced + [e for e in resolved.append if e.kind == FileKind.ADD]
         if entries:
             # Paimon drops changelog files of an overwrite: an overwrite has no row-level changes to stream.
@@ -39,7 +36,9 @@ def plan_snapshots(resolved: ResolvedCommittable, live: LiveFiles, shape: TableS
         plans.append(SnapshotPlan(kind, resolved.append, resolved.append_changelog, check_bucket_count=True))
     if resolved.compact or resolved.compact_changelog:
         plans.append(
-            SnapshotPlan(CommitKind.COMPACT, resolved.compact, resolved.compact_changelog, check_bucket_count=True)
+            SnapshotPlan(
+                CommitKind.COMPACT, resolved.compact, resolved.compact_changelog, check_bucket_count=True
+            )
         )
     return plans
 

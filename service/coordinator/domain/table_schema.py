@@ -32,10 +32,17 @@ class TableShape:
     @classmethod
     def of(cls, schema: TableSchema) -> TableShape:
         """Derive the shape; raises ValueError on a schema the coordinator cannot commit to."""
-        types = {f.name: parse_type(f.type) for f in schema.fields}
         keys = schema.trimmed_primary_keys
-        num_levels = int(schema.options.get("num-levels", str(int(
-            schema.options.get("num-sorted-run.compaction-trigger", "5")) + 1)))
+        types = {
+            f.name: _key_type(f.name, f.type)
+            for f in schema.fields
+            if f.name in (*keys, *schema.partition_keys)
+        }
+        num_levels = int(
+            schema.options.get(
+                "num-levels", str(int(schema.options.get("num-sorted-run.compaction-trigger", "5")) + 1)
+            )
+        )
         return cls(
             schema=schema,
             partition_names=tuple(schema.partition_keys),
@@ -67,12 +74,15 @@ class TableShape:
 
     def partition_json(self, row: bytes) -> dict[str, object]:
         values = self.decode_partition(row)
-        return {n: to_json_value(v, t) for n, v, t in zip(self.partition_names, values, self.partition_types)}
+        return {
+            n: to_json_value(v, t)
+            for n, v, t in zip(self.partition_names, values, self.partition_types, strict=True)
+        }
 
     def key_json(self, row: bytes) -> list[object]:
         if not self.key_types:
             return []
-        return [to_json_value(v, t) for v, t in zip(self.decode_key(row), self.key_types)]
+        return [to_json_value(v, t) for v, t in zip(self.decode_key(row), self.key_types, strict=True)]
 
     def partition_dir(self, row: bytes) -> str:
         return partition_path(
@@ -81,6 +91,13 @@ class TableShape:
             self.partition_types,
             default_name=self.default_partition_name,
         )
+
+
+def _key_type(name: str, text: object) -> DataType:
+    # Nested types (JSON objects in the schema file) are fine for values, never for keys and partitions.
+    if not isinstance(text, str):
+        raise ValueError(f"field {name!r}: nested types cannot be partition or key fields")
+    return parse_type(text)
 
 
 @lru_cache(maxsize=65536)

@@ -52,7 +52,9 @@ class LockTable:
             f"UPDATE locks SET expires_at_ms = expires_at_ms WHERE lock_id = :lock_id "
             f"AND owner = :owner AND epoch = :epoch AND expires_at_ms >= {now}"
         )
-        self._force_release = text("UPDATE locks SET owner = NULL, expires_at_ms = 0 WHERE lock_id = :lock_id")
+        self._force_release = text(
+            "UPDATE locks SET owner = NULL, expires_at_ms = 0 WHERE lock_id = :lock_id"
+        )
         self._now = text(f"SELECT {now}")
 
     @property
@@ -96,7 +98,12 @@ class LockTable:
 
     def renew(self, lease: Lease) -> bool:
         """Extend the lease from now; False if it was lost."""
-        params = {"lock_id": lease.lock_id, "owner": lease.owner, "epoch": lease.epoch, "lease": self._lease_ms}
+        params = {
+            "lock_id": lease.lock_id,
+            "owner": lease.owner,
+            "epoch": lease.epoch,
+            "lease": self._lease_ms,
+        }
         with self._engine.begin() as conn:
             return bool(conn.execute(self._renew, params).rowcount == 1)
 
@@ -116,7 +123,13 @@ class LockTable:
         with self._engine.connect() as conn:
             now = int(conn.execute(self._now).scalar_one())
             rows = conn.execute(
-                select(LockRow.lock_id, LockRow.owner, LockRow.epoch, LockRow.acquired_at_ms, LockRow.expires_at_ms)
+                select(
+                    LockRow.lock_id,
+                    LockRow.owner,
+                    LockRow.epoch,
+                    LockRow.acquired_at_ms,
+                    LockRow.expires_at_ms,
+                )
                 .where(LockRow.owner.is_not(None), LockRow.expires_at_ms >= now)
                 .order_by(LockRow.lock_id)
             ).all()

@@ -15,15 +15,6 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from coordinator_client.format.manifest import ManifestEntry
-from coordinator_client.format.snapshot import LATEST, CommitKind, Snapshot, format_hint
-from coordinator_client.models import (
-    CommitRequest,
-    CommitResponse,
-    ConflictModel,
-    SnapshotRef,
-    WinningSnapshot,
-)
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import IntegrityError
 
@@ -39,6 +30,15 @@ from coordinator.locks.renewal import LeaseKeeper
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.table_state import SnapshotLoader, TableState, TableStates
 from coordinator.usecases.tables import Table, Tables, adopted_row
+from coordinator_client.format.manifest import ManifestEntry
+from coordinator_client.format.snapshot import LATEST, Snapshot, carry_forward, format_hint
+from coordinator_client.models import (
+    CommitRequest,
+    CommitResponse,
+    ConflictModel,
+    SnapshotRef,
+    WinningSnapshot,
+)
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +102,9 @@ class Committer:
             return replay
         attempt = _Attempt()
         t = attempt.phase("validate", started)
-        lease = self._locks.acquire(table.lock_id, f"{self._instance}-{uuid.uuid4().hex[:12]}",
-                                    self._acquire_timeout)
+        lease = self._locks.acquire(
+            table.lock_id, f"{self._instance}-{uuid.uuid4().hex[:12]}", self._acquire_timeout
+        )
         t = attempt.phase("lockWait", t)
         try:
             with LeaseKeeper(self._locks, lease, self._lease_seconds):
@@ -278,10 +279,7 @@ class Committer:
             changelog_manifest_list=changelog[0] if changelog else None,
             changelog_manifest_list_size=changelog[1] if changelog else None,
             changelog_record_count=record_count_delta(plan.changelog) if changelog else None,
-            index_manifest=previous.index_manifest if previous else None,
-            statistics=previous.statistics if previous and previous.schema_id == shape.schema.id else None,
-            next_row_id=previous.next_row_id if previous else None,
-            watermark=_max_watermark(previous.watermark if previous else None, request.watermark),
+            **carry_forward(previous, schema_id=shape.schema.id, watermark=request.watermark),
             properties=dict(request.properties) or None,
             writer_version=WRITER_VERSION,
             uuid=str(uuid.uuid4()),
@@ -292,7 +290,9 @@ class Committer:
         attempt.snapshots.append(snapshot)
         return attempt.phase("manifestWrite", t)
 
-    def _changelog_list(self, state: TableState, changelog: Sequence[ManifestEntry]) -> tuple[str, int] | None:
+    def _changelog_list(
+        self, state: TableState, changelog: Sequence[ManifestEntry]
+    ) -> tuple[str, int] | None:
         if not changelog:
             return None
         return state.manifests.write_list(state.manifests.write(list(changelog)))
@@ -360,8 +360,9 @@ class Committer:
                 self._fileio.write_new(path, body)
             except FileExistsError:
                 if self._fileio.read(path) != body:
-                    log.error("snapshot-%d of %s on storage differs from the committed one", snapshot.id,
-                              table.id)
+                    log.error(
+                        "snapshot-%d of %s on storage differs from the committed one", snapshot.id, table.id
+                    )
         self._fileio.overwrite(table.layout.hint(LATEST), format_hint(snapshots[-1].id))
         with self._engine.begin() as conn:
             repo.mark_published(conn, table.id, [s.id for s in snapshots])
@@ -380,7 +381,9 @@ class Committer:
         return ConflictModel(
             type=conflict.type,
             message=conflict.message,
-            partition=table.shape.partition_json(conflict.partition) if conflict.partition is not None else None,
+            partition=table.shape.partition_json(conflict.partition)
+            if conflict.partition is not None
+            else None,
             bucket=conflict.bucket,
             files=list(conflict.files),
             winning_snapshot=winner,
@@ -422,14 +425,6 @@ def _deduplicated(snapshots: list[dict[str, object]]) -> CommitResponse:
     )
 
 
-def _max_watermark(previous: int | None, new: int | None) -> int | None:
-    if previous is None:
-        return new
-    if new is None:
-        return previous
-    return max(previous, new)
-
-
 def _snapshot_row(snapshot: Snapshot) -> dict[str, object]:
     return {
         "snapshot_id": snapshot.id,
@@ -440,4 +435,3 @@ def _snapshot_row(snapshot: Snapshot) -> dict[str, object]:
         "body": snapshot.to_json(),
         "published": False,
     }
-

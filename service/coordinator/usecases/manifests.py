@@ -6,6 +6,9 @@ import threading
 import uuid
 from collections.abc import Iterable, Sequence
 
+from coordinator.domain.table_schema import TableShape
+from coordinator.storage.fileio import FileIO
+from coordinator.storage.layout import TableLayout
 from coordinator_client.format.binary_row import EMPTY_ROW
 from coordinator_client.format.manifest import (
     ManifestEntry,
@@ -18,10 +21,6 @@ from coordinator_client.format.manifest import (
     manifest_file_meta,
     partition_stats,
 )
-
-from coordinator.domain.table_schema import TableShape
-from coordinator.storage.fileio import FileIO
-from coordinator.storage.layout import TableLayout
 
 
 class ManifestStore:
@@ -69,7 +68,11 @@ class ManifestStore:
         self.written.append(name)
         self._entries[name] = entries
         return manifest_file_meta(
-            name, len(data), entries, self._shape.schema.id, self.partition_stats(e.partition for e in entries)
+            name,
+            len(data),
+            entries,
+            self._shape.schema.id,
+            self.partition_stats(e.partition for e in entries),
         )
 
     def write_list(self, metas: Sequence[ManifestFileMeta]) -> tuple[str, int]:
@@ -104,5 +107,6 @@ class ManifestStore:
         shape = self._shape
         if not shape.partition_types:
             return SimpleStats(EMPTY_ROW, EMPTY_ROW, ())
-        return partition_stats(partitions, shape.decode_partition, shape.encode_partition,
-                               len(shape.partition_types))
+        return partition_stats(
+            partitions, shape.decode_partition, shape.encode_partition, len(shape.partition_types)
+        )

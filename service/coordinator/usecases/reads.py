@@ -4,6 +4,17 @@ from __future__ import annotations
 
 import json
 
+from sqlalchemy import Engine
+
+from coordinator.db import repositories as repo
+from coordinator.domain.committable import OverwriteTarget, partition_spec_target
+from coordinator.domain.live_files import merge_entries
+from coordinator.domain.manifest_merge import MergeOptions
+from coordinator.errors import InvalidRequest, SnapshotNotFound
+from coordinator.locks.lock_table import LockTable
+from coordinator.storage.fileio import FileIO
+from coordinator.usecases.manifests import ManifestStore
+from coordinator.usecases.tables import Table, Tables
 from coordinator_client.format.partition_path import bucket_dir
 from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import (
@@ -16,17 +27,6 @@ from coordinator_client.models import (
     SnapshotModel,
     SnapshotRef,
 )
-from sqlalchemy import Engine
-
-from coordinator.db import repositories as repo
-from coordinator.domain.committable import OverwriteTarget, partition_spec_target
-from coordinator.domain.live_files import merge_entries
-from coordinator.domain.manifest_merge import MergeOptions
-from coordinator.errors import InvalidRequest, SnapshotNotFound
-from coordinator.locks.lock_table import LockTable
-from coordinator.storage.fileio import FileIO
-from coordinator.usecases.manifests import ManifestStore
-from coordinator.usecases.tables import Table, Tables
 
 
 class Reads:
@@ -64,14 +64,18 @@ class Reads:
         return [snapshot_model(Snapshot.from_json(s.body)) for s in stored]
 
     def files(self, table_id: str, snapshot_id: int | None, partition: str | None) -> FileListResponse:
-        """The live data files at a snapshot: the scan plan a reader would build, optionally one partition's."""
+        """The live data files at a snapshot (a reader's scan plan), optionally of one partition."""
         table = self._tables.get(table_id)
         target = _partition_filter(table, partition)
         if snapshot_id is None and self._tables.latest_snapshot_id(table_id) == 0:
             return FileListResponse(snapshot_id=None, files=[])
         snapshot = self.snapshot(table_id, snapshot_id)
-        store = ManifestStore(self._fileio, table.layout, table.shape,
-                              MergeOptions.from_table_options(table.shape.schema.options).target_file_size)
+        store = ManifestStore(
+            self._fileio,
+            table.layout,
+            table.shape,
+            MergeOptions.from_table_options(table.shape.schema.options).target_file_size,
+        )
         metas = store.read_list(snapshot.base_manifest_list) + store.read_list(snapshot.delta_manifest_list)
         entries = merge_entries(e for m in metas for e in store.read(m))
         shape = table.shape
@@ -82,7 +86,7 @@ class Reads:
             partition_dir = shape.partition_dir(e.partition)
             files.append(
                 LiveFileModel(
-                    partition=shape.partition_json(e.partition),  # type: ignore[arg-type]
+                    partition=shape.partition_json(e.partition),
                     bucket=e.bucket,
                     total_buckets=e.total_buckets,
                     path=table.layout.data_file(partition_dir, bucket_dir(e.bucket), e.file.file_name),
@@ -90,8 +94,8 @@ class Reads:
                     file_size=e.file.file_size,
                     row_count=e.file.row_count,
                     level=e.file.level,
-                    min_key=shape.key_json(e.file.min_key),  # type: ignore[arg-type]
-                    max_key=shape.key_json(e.file.max_key),  # type: ignore[arg-type]
+                    min_key=shape.key_json(e.file.min_key),
+                    max_key=shape.key_json(e.file.max_key),
                     min_sequence_number=e.file.min_sequence_number,
                     max_sequence_number=e.file.max_sequence_number,
                     delete_row_count=e.file.delete_row_count,
@@ -108,7 +112,7 @@ class Reads:
                 id=c.id,
                 commit_user=c.commit_user,
                 identifier=c.identifier,
-                outcome=c.outcome,  # type: ignore[arg-type]
+                outcome=c.outcome,
                 snapshots=[SnapshotRef.model_validate(s) for s in c.snapshots],
                 timings=c.timings,
                 conflict=ConflictModel.model_validate(c.conflict) if c.conflict else None,

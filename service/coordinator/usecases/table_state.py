@@ -5,14 +5,13 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from coordinator_client.format.manifest import ManifestFileMeta
-from coordinator_client.format.snapshot import Snapshot
-
 from coordinator.domain.live_files import LiveFiles, merge_entries
 from coordinator.domain.manifest_merge import MergeOptions
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.manifests import ManifestStore
 from coordinator.usecases.tables import Table
+from coordinator_client.format.manifest import ManifestFileMeta
+from coordinator_client.format.snapshot import Snapshot
 
 # Past this many snapshots behind, a rebuild from the latest manifests is cheaper than replaying deltas.
 _MAX_REPLAY = 64

@@ -7,10 +7,6 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from coordinator_client.format.schema import SchemaField, TableSchema
-from coordinator_client.format.snapshot import Snapshot
-from coordinator_client.format.types import parse_type
-from coordinator_client.models import CreateTableRequest
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
@@ -20,6 +16,10 @@ from coordinator.errors import InvalidRequest, TableAlreadyExists, TableNotFound
 from coordinator.storage.fileio import FileIO
 from coordinator.storage.layout import TableLayout
 from coordinator.usecases.snapshots_on_storage import find_latest_snapshot_id, latest_schema_id
+from coordinator_client.format.schema import SchemaField, TableSchema
+from coordinator_client.format.snapshot import Snapshot
+from coordinator_client.format.types import parse_type
+from coordinator_client.models import CreateTableRequest
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class Tables:
         layout = TableLayout(location)
         if self._fileio.list_names(layout.schema_dir):
             raise TableAlreadyExists(
-                f"{location} already holds a Paimon table; register it with \"location\" instead"
+                f'{location} already holds a Paimon table; register it with "location" instead'
             )
         self._fileio.write_new(layout.schema(0), schema.to_json().encode())
         try:
@@ -130,8 +130,9 @@ class Tables:
 
     def _register(self, request: CreateTableRequest, table_id: str) -> Table:
         if request.fields or request.partition_keys or request.primary_keys or request.options:
-            raise InvalidRequest("registering by location takes the schema from the table; send no fields",
-                                 field="fields")
+            raise InvalidRequest(
+                "registering by location takes the schema from the table; send no fields", field="fields"
+            )
         location = (request.location or "").rstrip("/")
         if location.startswith("file://"):
             location = location[len("file://") :]
@@ -150,8 +151,14 @@ class Tables:
         return table
 
     def _insert(
-        self, table_id: str, request: CreateTableRequest, table_uuid: str, location: str, schema: TableSchema,
-        *, latest: int,
+        self,
+        table_id: str,
+        request: CreateTableRequest,
+        table_uuid: str,
+        location: str,
+        schema: TableSchema,
+        *,
+        latest: int,
     ) -> Table:
         try:
             with self._engine.begin() as conn:
@@ -173,8 +180,9 @@ class Tables:
             raise TableAlreadyExists(f"table {table_id} already exists") from None
         return self.get(table_id)
 
-    def _table(self, table_id: str, database: str, name: str, table_uuid: str, location: str,
-               schema_json: str) -> Table:
+    def _table(
+        self, table_id: str, database: str, name: str, table_uuid: str, location: str, schema_json: str
+    ) -> Table:
         shape = TableShape.of(TableSchema.from_json(schema_json))
         return Table(table_id, database, name, table_uuid, location, shape, TableLayout(location))
 
@@ -189,8 +197,6 @@ def adopted_row(snapshot: Snapshot) -> dict[str, object]:
         "body": snapshot.to_json(),
         "published": True,
     }
-
-
 
 
 def build_schema(request: CreateTableRequest, *, now_millis: int) -> TableSchema:
@@ -227,9 +233,10 @@ def build_schema(request: CreateTableRequest, *, now_millis: int) -> TableSchema
     options = {"file.format": "parquet", **request.options}
     if request.primary_keys:
         # Primary-key columns are NOT NULL in Paimon.
-        types = [t.not_null() if n in request.primary_keys else t for n, t in zip(names, types)]
+        types = [t.not_null() if n in request.primary_keys else t for n, t in zip(names, types, strict=True)]
     fields = tuple(
-        SchemaField(i, f.name, str(t), f.description) for i, (f, t) in enumerate(zip(request.fields, types))
+        SchemaField(i, f.name, str(t), f.description)
+        for i, (f, t) in enumerate(zip(request.fields, types, strict=True))
     )
     schema = TableSchema(
         id=0,
@@ -258,7 +265,7 @@ def _check_supported(schema: TableSchema, *, field: str) -> None:
             "are not supported",
             field=field,
         )
-    if not schema.primary_keys and bucket == 0 or bucket < -1:
+    if (not schema.primary_keys and bucket == 0) or bucket < -1:
         raise InvalidRequest(f"bucket must be -1 (unaware) or >= 1, got {bucket}", field=field)
     if not schema.primary_keys and bucket >= 1 and not schema.options.get("bucket-key"):
         raise InvalidRequest("an append table with fixed buckets needs the bucket-key option", field=field)

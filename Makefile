@@ -1,0 +1,42 @@
+# The README's two commands: `make serve` and `make test`. Both create .venv and install pinned versions.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/constraints.txt
+
+.PHONY: serve test lint pytest bench openapi install install-dev clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+install: $(BIN)/python
+	$(PIP) ./client ./service
+
+install-dev: install
+	$(PIP) -r requirements/dev.txt
+
+## Start the coordinator on the embedded default: SQLite ./coordinator.db and ./warehouse, http://127.0.0.1:8080
+serve: install
+	$(BIN)/coordinator serve
+
+## The whole suite: lint, type check, deployment files, then every test on SQLite and PostgreSQL.
+test: install-dev lint pytest
+
+lint:
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/hadolint Dockerfile
+	$(BIN)/docker-compose -f docker-compose.yml config --quiet
+
+pytest:
+	$(BIN)/pytest
+
+bench: install-dev
+	$(BIN)/python bench/run.py
+
+openapi: install
+	$(BIN)/coordinator openapi --output openapi/openapi.json
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
