@@ -237,7 +237,7 @@ class _Api:
             if delay > 0:
                 yield _Pause(delay)
             try:
-                return (yield from self.commit_outcome(table_id, commit.commit_user, commit.identifier))
+                return (yield from self.commit_outcome(table_id, commit.commit_user, commit.identifier, key))
             except (TransportError, ServerError, ServiceUnavailable):
                 continue
         raise CommitStateUnknown(
@@ -253,9 +253,10 @@ class _Api:
         return (yield from self.call(send, CommitHistoryResponse))
 
     def commit_outcome(
-        self, table_id: str, commit_user: str, identifier: int
+        self, table_id: str, commit_user: str, identifier: int, idempotency_key: str | None
     ) -> _Flow[CommitOutcomeResponse]:
-        send = _Send("GET", _path("tables", table_id, "commits", commit_user, identifier))
+        params = {"idempotencyKey": idempotency_key} if idempotency_key is not None else None
+        send = _Send("GET", _path("tables", table_id, "commits", commit_user, identifier), params=params)
         return (yield from self.call(send, CommitOutcomeResponse))
 
     # ------------------------------------------------------------ reads
@@ -403,9 +404,11 @@ class CoordinatorClient:
         """Newest first."""
         return self._run(self._api.commit_history(table_id, limit))
 
-    def commit_outcome(self, table_id: str, commit_user: str, identifier: int) -> CommitOutcomeResponse:
-        """committed, rejected or unknown (the service never received it)."""
-        return self._run(self._api.commit_outcome(table_id, commit_user, identifier))
+    def commit_outcome(
+        self, table_id: str, commit_user: str, identifier: int, idempotency_key: str | None = None
+    ) -> CommitOutcomeResponse:
+        """committed, rejected or unknown (the service never received it); a key asks about that request."""
+        return self._run(self._api.commit_outcome(table_id, commit_user, identifier, idempotency_key))
 
     # ------------------------------------------------------------ reads
 
@@ -516,8 +519,10 @@ class AsyncCoordinatorClient:
     async def commit_history(self, table_id: str, limit: int = 100) -> CommitHistoryResponse:
         return await self._run(self._api.commit_history(table_id, limit))
 
-    async def commit_outcome(self, table_id: str, commit_user: str, identifier: int) -> CommitOutcomeResponse:
-        return await self._run(self._api.commit_outcome(table_id, commit_user, identifier))
+    async def commit_outcome(
+        self, table_id: str, commit_user: str, identifier: int, idempotency_key: str | None = None
+    ) -> CommitOutcomeResponse:
+        return await self._run(self._api.commit_outcome(table_id, commit_user, identifier, idempotency_key))
 
     # ------------------------------------------------------------ reads
 

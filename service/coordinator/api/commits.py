@@ -46,6 +46,15 @@ def history(
 
 
 @router.get("/{commit_user}/{identifier}", responses=TABLE_ERRORS)
-def outcome(table_id: str, commit_user: str, identifier: int, services: ServicesDep) -> CommitOutcomeResponse:
-    """committed, rejected, or unknown (the service never received it): how a client resolves a timeout."""
-    return services.reads.outcome(table_id, commit_user, identifier)
+def outcome(
+    table_id: str,
+    commit_user: str,
+    identifier: int,
+    services: ServicesDep,
+    idempotency_key: Annotated[str | None, Query(alias="idempotencyKey", max_length=200)] = None,
+) -> CommitOutcomeResponse:
+    """committed, rejected, or unknown (the service never received it): how a client resolves a timeout.
+
+    Pass the request's `idempotencyKey` to ask about that very request.
+    """
+    return services.reads.outcome(table_id, commit_user, identifier, idempotency_key)

@@ -121,20 +121,29 @@ class Reads:
             for c in stored
         ]
 
-    def outcome(self, table_id: str, commit_user: str, identifier: int) -> CommitOutcomeResponse:
-        """committed, rejected (the newest attempt's conflict) or unknown (never received)."""
+    def outcome(
+        self, table_id: str, commit_user: str, identifier: int, idempotency_key: str | None = None
+    ) -> CommitOutcomeResponse:
+        """committed, rejected or unknown (never received).
+
+        With the request's Idempotency-Key the answer is about that very request: an earlier retryable
+        rejection of the same identifier does not count, so a client may safely resend on `unknown`.
+        """
         table = self._tables.get(table_id)
         with self._engine.connect() as conn:
-            committed = repo.find_committed(conn, table.id, commit_user, identifier)
-            latest = committed or repo.find_latest_attempt(conn, table.id, commit_user, identifier)
-        if latest is None:
+            found = repo.find_committed(conn, table.id, commit_user, identifier)
+            if found is None and idempotency_key is not None:
+                found = repo.find_by_idempotency_key(conn, table.id, idempotency_key)
+            elif found is None:
+                found = repo.find_latest_attempt(conn, table.id, commit_user, identifier)
+        if found is None:
             return CommitOutcomeResponse(commit_user=commit_user, identifier=identifier, status="unknown")
         return CommitOutcomeResponse(
             commit_user=commit_user,
             identifier=identifier,
-            status="committed" if latest.outcome == "committed" else "rejected",
-            snapshots=[SnapshotRef.model_validate(s) for s in latest.snapshots],
-            conflict=ConflictModel.model_validate(latest.conflict) if latest.conflict else None,
+            status="committed" if found.outcome == "committed" else "rejected",
+            snapshots=[SnapshotRef.model_validate(s) for s in found.snapshots],
+            conflict=ConflictModel.model_validate(found.conflict) if found.conflict else None,
         )
 
     def locks(self) -> list[LockModel]:

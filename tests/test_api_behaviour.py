@@ -1,0 +1,105 @@
+"""Service behaviour over HTTP: lock timeouts, outcomes by Idempotency-Key, registering pypaimon tables."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+from fastapi.testclient import TestClient
+
+from coordinator.app import create_app
+from coordinator.settings import Settings
+from tests.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows
+
+
+def _body(
+    table: PaimonTable, user: str, ident: int, row: dict[str, object], **extra: object
+) -> dict[str, object]:
+    return {
+        "commitUser": user,
+        "identifier": ident,
+        "messages": [table.message(row, newFiles=[table.append_file([row])])],
+        **extra,
+    }
+
+
+def test_lock_held_past_the_acquire_timeout_is_a_503_with_retry_after(settings: Settings) -> None:
+    impatient = settings.model_copy(update={"lock_acquire_timeout_seconds": 0.3})
+    with TestClient(create_app(impatient)) as api:
+        table = create_table(api, "db", "t", {"id": "BIGINT"})
+        services = api.app.state.services  # type: ignore[attr-defined]
+        lease = services.locks.acquire(f"table:{table.id}", "a-long-compaction", timeout_seconds=1)
+        body = _body(table, "w", 1, {"id": 1})
+        before = sorted(p.name for p in table.location.rglob("*"))
+        response = api.post(f"/tables/{table.id}/commits", json=body)
+        assert response.status_code == 503
+        assert int(response.headers["Retry-After"]) >= 1
+        assert response.json()["code"] == "LOCK_UNAVAILABLE"
+        assert sorted(p.name for p in table.location.rglob("*")) == before
+        held = api.get("/locks").json()["locks"]
+        assert [(lock["lockId"], lock["owner"], lock["epoch"]) for lock in held] == [
+            (f"table:{table.id}", "a-long-compaction", lease.epoch)
+        ]
+        services.locks.release(lease)
+        assert api.post(f"/tables/{table.id}/commits", json=body).status_code == 201
+
+
+def test_outcome_by_idempotency_key_ignores_an_earlier_retryable_rejection(api: TestClient) -> None:
+    table = create_table(api, "db", "t", {"id": "BIGINT"})
+    assert (
+        api.post(f"/tables/{table.id}/commits", json=_body(table, "other", 1, {"id": 0})).status_code == 201
+    )
+    stale = api.post(
+        f"/tables/{table.id}/commits",
+        json=_body(table, "s", 5, {"id": 1}, baseSnapshotId=0),
+        headers={"Idempotency-Key": "first-try"},
+    )
+    assert stale.status_code == 409
+    assert stale.json()["conflict"]["retryable"] is True
+    url = f"/tables/{table.id}/commits/s/5"
+    assert api.get(url).json()["status"] == "rejected"
+    # The retry of the same identifier gets a new key; until it lands, that key's outcome is unknown.
+    retry_key = str(uuid.uuid4())
+    assert api.get(url, params={"idempotencyKey": retry_key}).json()["status"] == "unknown"
+    retry = api.post(
+        f"/tables/{table.id}/commits",
+        json=_body(table, "s", 5, {"id": 1}),
+        headers={"Idempotency-Key": retry_key},
+    )
+    assert retry.status_code == 201
+    outcome = api.get(url, params={"idempotencyKey": retry_key}).json()
+    assert outcome["status"] == "committed"
+    assert outcome["snapshots"] == retry.json()["snapshots"]
+
+
+def test_register_a_table_pypaimon_created(api: TestClient, warehouse: Path) -> None:
+    from pypaimon import CatalogFactory, Schema
+
+    catalog = CatalogFactory.create({"warehouse": str(warehouse)})
+    catalog.create_database("legacy", False)
+    arrow_schema = pa.schema([("dt", pa.string()), ("id", pa.int64())])
+    catalog.create_table("legacy.t", Schema.from_pyarrow_schema(arrow_schema, partition_keys=["dt"]), False)
+    outside = catalog.get_table("legacy.t")
+    builder = outside.new_batch_write_builder()
+    write = builder.new_write()
+    write.write_arrow(pa.Table.from_pylist([{"dt": "a", "id": 1}], schema=arrow_schema))
+    builder.new_commit().commit(write.prepare_commit())
+    write.close()
+
+    response = api.post(
+        "/tables", json={"database": "legacy", "name": "t", "location": str(warehouse / "legacy.db" / "t")}
+    )
+    assert response.status_code == 201, response.text
+    assert response.json()["latestSnapshotId"] == 1
+    table = PaimonTable(response.json())
+    committed = api.post(f"/tables/{table.id}/commits", json=_body(table, "ours", 1, {"dt": "b", "id": 2}))
+    assert committed.json()["snapshots"] == [{"id": 2, "commitKind": "APPEND"}]
+    assert pypaimon_rows(warehouse, "legacy.t") == sorted_rows([{"dt": "a", "id": 1}, {"dt": "b", "id": 2}])
+    again = api.post("/tables", json={"database": "legacy", "name": "t", "location": str(table.location)})
+    assert again.status_code == 409
+    nowhere = api.post(
+        "/tables", json={"database": "legacy", "name": "u", "location": str(warehouse / "none")}
+    )
+    assert nowhere.status_code == 422
+    assert nowhere.json()["field"] == "location"
