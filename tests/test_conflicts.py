@@ -222,3 +222,20 @@ def test_adding_a_live_file_again(api: TestClient) -> None:
     )
     assert twice.status_code == 409
     assert twice.json()["conflict"]["type"] == "DUPLICATE_FILE"
+
+
+def test_history_records_every_phase(api: TestClient) -> None:
+    table = pk_table(api)
+    rows = rows_in_bucket(table, 0, range(10))
+    assert (
+        post(
+            api, table, [table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=0)])]
+        ).status_code
+        == 201
+    )
+    [record] = api.get(f"/tables/{table.id}/commits").json()["commits"]
+    assert record["outcome"] == "committed"
+    assert {"lockWait", "reconcile", "conflictCheck", "manifestWrite", "commitPoint", "publish"} <= set(
+        record["timings"]
+    )
+    assert all(v >= 0 for v in record["timings"].values())

@@ -202,8 +202,14 @@ class Committer:
             self._states.invalidate(table.id)
             raise
         manifests.keep_written()
-        self._publish(table, attempt.snapshots)
+        self._write_snapshot_files(table, attempt.snapshots)
         attempt.phase("publish", t)
+        # One transaction marks the snapshots published and completes the history's phase timings.
+        with self._engine.begin() as conn:
+            repo.mark_published(conn, table.id, [s.id for s in attempt.snapshots])
+            repo.update_commit_timings(
+                conn, table.id, request.commit_user, request.identifier, attempt.timings
+            )
         return CommitResponse(
             snapshots=[SnapshotRef(id=s.id, commit_kind=s.commit_kind.value) for s in attempt.snapshots],
             deduplicated=False,
@@ -350,7 +356,13 @@ class Committer:
             )
 
     def _publish(self, table: Table, snapshots: Sequence[Snapshot]) -> None:
-        """Write snapshot-N (create-if-absent) and the LATEST hint, then mark them published."""
+        """Write snapshot files and the LATEST hint, then mark them published."""
+        self._write_snapshot_files(table, snapshots)
+        with self._engine.begin() as conn:
+            repo.mark_published(conn, table.id, [s.id for s in snapshots])
+
+    def _write_snapshot_files(self, table: Table, snapshots: Sequence[Snapshot]) -> None:
+        """snapshot-N create-if-absent (never overwritten), then the LATEST hint."""
         if not snapshots:
             return
         for snapshot in snapshots:
@@ -364,8 +376,6 @@ class Committer:
                         "snapshot-%d of %s on storage differs from the committed one", snapshot.id, table.id
                     )
         self._fileio.overwrite(table.layout.hint(LATEST), format_hint(snapshots[-1].id))
-        with self._engine.begin() as conn:
-            repo.mark_published(conn, table.id, [s.id for s in snapshots])
 
     # ------------------------------------------------------------ rejections
 
