@@ -103,3 +103,29 @@ def test_register_a_table_pypaimon_created(api: TestClient, warehouse: Path) -> 
     )
     assert nowhere.status_code == 422
     assert nowhere.json()["field"] == "location"
+
+
+def test_snapshots_and_live_files_by_partition(api: TestClient) -> None:
+    table = create_table(api, "db", "p", {"dt": "STRING", "id": "BIGINT"}, partitionKeys=["dt"])
+    assert api.get(f"/tables/{table.id}/files").json() == {"snapshotId": None, "files": []}
+    assert api.get(f"/tables/{table.id}/snapshots/latest").status_code == 404
+    for i, dt in enumerate(["a", "b", "a"]):
+        assert (
+            api.post(
+                f"/tables/{table.id}/commits", json=_body(table, f"j{i}", 1, {"dt": dt, "id": i})
+            ).status_code
+            == 201
+        )
+    only_a = api.get(f"/tables/{table.id}/files", params={"partition": '{"dt": "a"}'}).json()
+    assert only_a["snapshotId"] == 3
+    assert sorted(f["partition"]["dt"] for f in only_a["files"]) == ["a", "a"]
+    assert all(Path(f["path"]).exists() for f in only_a["files"])
+    at_two = api.get(f"/tables/{table.id}/files", params={"snapshot": 2}).json()
+    assert sorted(f["partition"]["dt"] for f in at_two["files"]) == ["a", "b"]
+    listed = api.get(f"/tables/{table.id}/snapshots", params={"limit": 2}).json()["snapshots"]
+    assert [s["id"] for s in listed] == [3, 2]
+    assert api.get(f"/tables/{table.id}/snapshots/1").json()["commitUser"] == "j0"
+    assert api.get(f"/tables/{table.id}/snapshots/9").status_code == 404
+    bad = api.get(f"/tables/{table.id}/files", params={"partition": '{"region": "x"}'})
+    assert bad.status_code == 422
+    assert bad.json()["field"] == "partition"

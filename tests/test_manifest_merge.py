@@ -122,3 +122,16 @@ def test_full_compaction_cancels_add_delete_pairs(services: Services, warehouse:
     assert [e for e in entries if e.kind == FileKind.DELETE] == []
     assert len(base) < latest
     assert sorted(r["id"] for r in pypaimon_rows(warehouse, table.id)) == sorted(model)
+
+
+def test_manifests_roll_at_the_target_size(services: Services, warehouse: Path) -> None:
+    table = _table(services, "wide", options={"manifest.target-file-size": "2 kb"})
+    rows = [{"dt": f"d{i % 5}", "id": i} for i in range(60)]
+    messages = [table.message(r, newFiles=[table.append_file([r])]) for r in rows]
+    assert _commit(services, table, "big", messages) == [1]
+    _, delta = _manifests_of(table, 1)
+    assert len(delta) > 1
+    assert sum(m.num_added_files for m in delta) == 60
+    sizes = [m.file_size for m in delta]
+    assert max(sizes) < 2 * 2048
+    assert sorted(r["id"] for r in pypaimon_rows(warehouse, table.id)) == list(range(60))
