@@ -11,10 +11,10 @@ from __future__ import annotations
 import random
 import time
 
-from sqlalchemy import Engine, select, text
+from sqlalchemy import Connection, Engine, select, text
 from sqlalchemy.exc import IntegrityError
 
-from coordinator.db.engine import now_ms
+from coordinator.db.engine import now_ms, skip_commit_flush
 from coordinator.db.models import LockRow
 from coordinator.errors import LockUnavailable
 from coordinator.locks.base import HeldLock, Lease
@@ -66,6 +66,7 @@ class LockTable:
         """One attempt: the lease, or None when someone else holds a live lease."""
         params = {"lock_id": lock_id, "owner": owner, "lease": self._lease_ms}
         with self._engine.begin() as conn:
+            skip_commit_flush(conn)
             if conn.execute(self._take_over, params).rowcount == 1:
                 epoch = conn.execute(select(LockRow.epoch).where(LockRow.lock_id == lock_id)).scalar_one()
                 return Lease(lock_id, owner, int(epoch))
@@ -74,6 +75,7 @@ class LockTable:
             return None
         try:
             with self._engine.begin() as conn:
+                skip_commit_flush(conn)
                 conn.execute(self._create, params)
         except IntegrityError:
             return None  # another acquirer created the row first
@@ -105,13 +107,19 @@ class LockTable:
             "lease": self._lease_ms,
         }
         with self._engine.begin() as conn:
+            skip_commit_flush(conn)
             return bool(conn.execute(self._renew, params).rowcount == 1)
 
     def release(self, lease: Lease) -> None:
         """Clear the owner if the lease is still ours; a fenced holder releases nothing."""
         params = {"lock_id": lease.lock_id, "owner": lease.owner, "epoch": lease.epoch}
         with self._engine.begin() as conn:
+            skip_commit_flush(conn)
             conn.execute(self._release, params)
+
+    def release_in(self, conn: Connection, lease: Lease) -> None:
+        """Release inside the caller's transaction, saving a round trip at the end of a commit."""
+        conn.execute(self._release, {"lock_id": lease.lock_id, "owner": lease.owner, "epoch": lease.epoch})
 
     def force_release(self, lock_id: str) -> None:
         """Administrative release: the next acquirer bumps the epoch, fencing the old holder."""

@@ -19,6 +19,7 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import IntegrityError
 
 from coordinator.db import repositories as repo
+from coordinator.db.engine import skip_commit_flush
 from coordinator.domain.committable import ResolvedCommittable, resolve_committable
 from coordinator.domain.conflicts import Conflict, check_base_snapshot, check_conflicts
 from coordinator.domain.manifest_merge import merge_manifests
@@ -97,21 +98,29 @@ class Committer:
         started = time.perf_counter()
         table = self._tables.get(table_id)
         resolved = resolve_committable(request, table.shape, now_millis=local_millis())
-        replay = self._replay(table, request, idempotency_key)
-        if replay is not None:
-            return replay
+        if idempotency_key is not None:
+            # A terminal answer recorded for this key is replayed without waiting for the lock; the
+            # commitUser + identifier check happens under the lock, where it cannot race.
+            replay = self._replay(table, request, idempotency_key)
+            if replay is not None:
+                return replay
         attempt = _Attempt()
         t = attempt.phase("validate", started)
         lease = self._locks.acquire(
             table.lock_id, f"{self._instance}-{uuid.uuid4().hex[:12]}", self._acquire_timeout
         )
         t = attempt.phase("lockWait", t)
+        released = False
         try:
             with LeaseKeeper(self._locks, lease, self._lease_seconds):
                 response = self._commit_locked(table, request, resolved, lease, idempotency_key, attempt, t)
+            if not response.deduplicated:
+                attempt.timings["total"] = round((time.perf_counter() - started) * 1000, 3)
+                self._finish(table, request, response, attempt, release=lease)
+                released = True
         finally:
-            self._locks.release(lease)
-        attempt.timings["total"] = round((time.perf_counter() - started) * 1000, 3)
+            if not released:
+                self._locks.release(lease)
         return response.model_copy(update={"timings": attempt.timings})
 
     def commit_holding(
@@ -124,9 +133,13 @@ class Committer:
         """
         table = self._tables.get(table_id)
         resolved = resolve_committable(request, table.shape, now_millis=local_millis())
-        return self._commit_locked(
-            table, request, resolved, lease, idempotency_key, _Attempt(), time.perf_counter()
+        attempt = _Attempt()
+        response = self._commit_locked(
+            table, request, resolved, lease, idempotency_key, attempt, time.perf_counter()
         )
+        if not response.deduplicated:
+            self._finish(table, request, response, attempt, release=None)
+        return response
 
     def recover(self) -> list[str]:
         """At start-up: publish snapshots a crash left committed but unpublished; returns the tables fixed.
@@ -206,6 +219,7 @@ class Committer:
         attempt.phase("publish", t)
         # One transaction marks the snapshots published and completes the history's phase timings.
         with self._engine.begin() as conn:
+            skip_commit_flush(conn)
             repo.mark_published(conn, table.id, [s.id for s in attempt.snapshots])
             repo.update_commit_timings(
                 conn, table.id, request.commit_user, request.identifier, attempt.timings
@@ -355,10 +369,31 @@ class Committer:
                 retryable=True,
             )
 
+    def _finish(
+        self,
+        table: Table,
+        request: CommitRequest,
+        response: CommitResponse,
+        attempt: _Attempt,
+        *,
+        release: Lease | None,
+    ) -> None:
+        """One transaction after publishing: mark the snapshots published, complete the history's phase
+        timings and (when given) release the lock; losing it in a crash only means publishing again."""
+        with self._engine.begin() as conn:
+            skip_commit_flush(conn)
+            repo.mark_published(conn, table.id, [s.id for s in response.snapshots])
+            repo.update_commit_timings(
+                conn, table.id, request.commit_user, request.identifier, attempt.timings
+            )
+            if release is not None:
+                self._locks.release_in(conn, release)
+
     def _publish(self, table: Table, snapshots: Sequence[Snapshot]) -> None:
         """Write snapshot files and the LATEST hint, then mark them published."""
         self._write_snapshot_files(table, snapshots)
         with self._engine.begin() as conn:
+            skip_commit_flush(conn)
             repo.mark_published(conn, table.id, [s.id for s in snapshots])
 
     def _write_snapshot_files(self, table: Table, snapshots: Sequence[Snapshot]) -> None:
