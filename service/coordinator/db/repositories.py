@@ -56,6 +56,46 @@ def delete_table(conn: Connection, table_id: str) -> bool:
     return bool(conn.execute(delete(TableRow).where(TableRow.id == table_id)).rowcount == 1)
 
 
+@dataclass(frozen=True)
+class CommitContext:
+    latest_snapshot_id: int
+    has_unpublished: bool
+    committed_id: int | None
+
+
+def commit_context(
+    conn: Connection, table_id: str, commit_user: str, identifier: int
+) -> CommitContext | None:
+    """What a commit needs to know first, in one round trip: the latest snapshot, whether a crash left
+    snapshots unpublished, and whether this commitUser + identifier is already committed."""
+    unpublished = (
+        select(SnapshotRow.snapshot_id)
+        .where(SnapshotRow.table_id == TableRow.id, SnapshotRow.published.is_(False))
+        .exists()
+    )
+    committed = (
+        select(CommitRow.id)
+        .where(
+            CommitRow.table_id == TableRow.id,
+            CommitRow.commit_user == commit_user,
+            CommitRow.identifier == identifier,
+            CommitRow.outcome == "committed",
+        )
+        .scalar_subquery()
+    )
+    row = conn.execute(
+        select(TableRow.latest_snapshot_id, unpublished, committed).where(TableRow.id == table_id)
+    ).first()
+    if row is None:
+        return None
+    return CommitContext(int(row[0]), bool(row[1]), None if row[2] is None else int(row[2]))
+
+
+def get_commit(conn: Connection, commit_id: int) -> StoredCommit:
+    row = conn.execute(select(CommitRow.__table__).where(CommitRow.id == commit_id)).mappings().one()
+    return _commit(row)
+
+
 def latest_snapshot_id(conn: Connection, table_id: str) -> int | None:
     value = conn.execute(select(TableRow.latest_snapshot_id).where(TableRow.id == table_id)).scalar()
     return None if value is None else int(value)

@@ -35,7 +35,9 @@ class LockTable:
             f"UPDATE locks SET owner = :owner, epoch = epoch + 1, acquired_at_ms = {now}, "
             f"expires_at_ms = {now} + :lease WHERE lock_id = :lock_id "
             f"AND (owner IS NULL OR expires_at_ms < {now})"
+            + (" RETURNING epoch" if engine.dialect.update_returning else "")
         )
+        self._returning = engine.dialect.update_returning
         self._create = text(
             f"INSERT INTO locks (lock_id, owner, epoch, acquired_at_ms, expires_at_ms) "
             f"VALUES (:lock_id, :owner, 1, {now}, {now} + :lease)"
@@ -67,7 +69,12 @@ class LockTable:
         params = {"lock_id": lock_id, "owner": owner, "lease": self._lease_ms}
         with self._engine.begin() as conn:
             skip_commit_flush(conn)
-            if conn.execute(self._take_over, params).rowcount == 1:
+            taken = conn.execute(self._take_over, params)
+            if self._returning:
+                epoch = taken.scalar()
+                if epoch is not None:
+                    return Lease(lock_id, owner, int(epoch))
+            elif taken.rowcount == 1:
                 epoch = conn.execute(select(LockRow.epoch).where(LockRow.lock_id == lock_id)).scalar_one()
                 return Lease(lock_id, owner, int(epoch))
             exists = conn.execute(select(LockRow.lock_id).where(LockRow.lock_id == lock_id)).first()

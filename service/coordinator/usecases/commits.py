@@ -19,12 +19,12 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import IntegrityError
 
 from coordinator.db import repositories as repo
-from coordinator.db.engine import skip_commit_flush
+from coordinator.db.engine import read_only, skip_commit_flush
 from coordinator.domain.committable import ResolvedCommittable, resolve_committable
 from coordinator.domain.conflicts import Conflict, check_base_snapshot, check_conflicts
 from coordinator.domain.manifest_merge import merge_manifests
 from coordinator.domain.plan import SnapshotPlan, plan_snapshots, record_count_delta, with_live_metadata
-from coordinator.errors import CommitConflict
+from coordinator.errors import CommitConflict, TableNotFound
 from coordinator.locks.base import Lease
 from coordinator.locks.lock_table import LockTable
 from coordinator.locks.renewal import LeaseKeeper
@@ -233,10 +233,13 @@ class Committer:
 
     def _reconcile(self, table: Table, request: CommitRequest) -> tuple[TableState, repo.StoredCommit | None]:
         """Publish what a crash left unpublished, adopt outside snapshots, then bring the state up to date."""
-        with self._engine.connect() as conn:
-            committed = repo.find_committed(conn, table.id, request.commit_user, request.identifier)
-            latest = repo.latest_snapshot_id(conn, table.id) or 0
-            unpublished = repo.unpublished_snapshots(conn, table.id)
+        with read_only(self._engine) as conn:
+            context = repo.commit_context(conn, table.id, request.commit_user, request.identifier)
+            if context is None:
+                raise TableNotFound(f"table {table.id} does not exist")
+            latest = context.latest_snapshot_id
+            unpublished = repo.unpublished_snapshots(conn, table.id) if context.has_unpublished else []
+            committed = repo.get_commit(conn, context.committed_id) if context.committed_id else None
         if unpublished:
             self._publish(table, [Snapshot.from_json(s.body) for s in unpublished])
         latest = self._adopt_outside_snapshots(table, latest)
