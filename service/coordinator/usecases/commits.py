@@ -217,13 +217,6 @@ class Committer:
         manifests.keep_written()
         self._write_snapshot_files(table, attempt.snapshots)
         attempt.phase("publish", t)
-        # One transaction marks the snapshots published and completes the history's phase timings.
-        with self._engine.begin() as conn:
-            skip_commit_flush(conn)
-            repo.mark_published(conn, table.id, [s.id for s in attempt.snapshots])
-            repo.update_commit_timings(
-                conn, table.id, request.commit_user, request.identifier, attempt.timings
-            )
         return CommitResponse(
             snapshots=[SnapshotRef(id=s.id, commit_kind=s.commit_kind.value) for s in attempt.snapshots],
             deduplicated=False,
