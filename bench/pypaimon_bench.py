@@ -1,0 +1,216 @@
+"""The baseline: pypaimon 2.1.0's own filesystem commit of the same files, measured in the same run.
+
+Reuses the method of docs/pypaimon-baseline.md: StreamWriteBuilder with one reused write and commit for
+the sequential commits (clock around `commit(msgs, i)` only), one `new_commit().commit(msgs)` of N one-file
+messages for the big commit (writing the files not timed), and 8 spawned processes released on an Event
+for contention, each doing write_arrow + prepare_commit + commit per commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Event
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from bench.data import (
+    DATABASE,
+    PARTITIONS,
+    ROWS_PER_FILE,
+    Counts,
+    contention_ids,
+    partition_of,
+    rows,
+    writer_partition,
+)
+from bench.procs import launch_together
+from bench.stats import summarize, window
+from bench.verify import verify_contention
+
+ARROW_SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.string())])
+
+
+def arrow(batch: list[dict[str, Any]]) -> pa.Table:
+    return pa.Table.from_pylist(batch, schema=ARROW_SCHEMA)
+
+
+def catalog(warehouse: Path) -> Any:
+    """The filesystem catalog on the local warehouse folder."""
+    from pypaimon import CatalogFactory
+
+    cat = CatalogFactory.create({"warehouse": str(warehouse)})
+    cat.create_database(DATABASE, True)
+    return cat
+
+
+def create_table(cat: Any, name: str) -> Any:
+    """Partitioned by dt, bucket-unaware append table: the same shape as the coordinator's tables."""
+    from pypaimon import Schema
+
+    schema = Schema.from_pyarrow_schema(ARROW_SCHEMA, partition_keys=["dt"], options={"bucket": "-1"})
+    cat.create_table(f"{DATABASE}.{name}", schema, False)
+    return cat.get_table(f"{DATABASE}.{name}")
+
+
+def sequential(warehouse: Path, counts: Counts) -> dict[str, Any]:
+    """One StreamTableWrite and StreamTableCommit reused; only `commit(msgs, i)` is timed."""
+    table = create_table(catalog(warehouse), "seq")
+    builder = table.new_stream_write_builder()
+    write, commit = builder.new_write(), builder.new_commit()
+    latencies: list[float] = []
+    try:
+        for i in range(1, counts.sequential_commits + 1):
+            write.write_arrow(arrow(rows(partition_of(i), i * ROWS_PER_FILE)))
+            messages = write.prepare_commit(i)
+            started = time.perf_counter()
+            commit.commit(messages, i)
+            latencies.append((time.perf_counter() - started) * 1000)
+    finally:
+        write.close()
+        commit.close()
+    return {
+        "commit_ms": latencies,
+        "windows": {
+            name: {"commits": [first, last], "commit_ms": summarize(window(latencies, first, last))}
+            for name, (first, last) in counts.windows.items()
+        },
+    }
+
+
+def big_commit(warehouse: Path, counts: Counts) -> dict[str, Any]:
+    """counts.big_files one-file CommitMessages (a fresh write per file), then one timed commit."""
+    table = create_table(catalog(warehouse), "big")
+    builder = table.new_batch_write_builder()
+    messages = []
+    staged = time.perf_counter()
+    for k in range(counts.big_files):
+        write = builder.new_write()
+        write.write_arrow(arrow(rows(PARTITIONS[k % len(PARTITIONS)], k * ROWS_PER_FILE)))
+        messages.extend(write.prepare_commit())
+        write.close()
+    staging = time.perf_counter() - staged
+    commit = builder.new_commit()
+    started = time.perf_counter()
+    commit.commit(messages)
+    seconds = time.perf_counter() - started
+    commit.close()
+    return {"files": len(messages), "seconds": seconds, "staging_s": staging}
+
+
+def _count_retries() -> list[int]:
+    """Wrap FileStoreCommit._commit_retry_wait (runs once per failed attempt) to count retries."""
+    from pypaimon.write.file_store_commit import FileStoreCommit
+
+    counter = [0]
+    original = FileStoreCommit._commit_retry_wait
+
+    def counted(self: Any, retry_count: int) -> None:
+        counter[0] += 1
+        original(self, retry_count)
+
+    FileStoreCommit._commit_retry_wait = counted
+    return counter
+
+
+def writer(job: dict[str, Any], ready: Queue[int], start: Event, out: Queue[dict[str, Any]]) -> None:
+    """One contention writer process: its own catalog and commit user, write + prepare + commit per commit."""
+    announced = False
+    try:
+        # Each failed rename logs a warning; the wrapper below counts them instead.
+        logging.getLogger("pypaimon").setLevel(logging.ERROR)
+        retries = _count_retries()
+        k, n = job["writer"], job["commits"]
+        table = catalog(Path(job["warehouse"])).get_table(f"{DATABASE}.{job['table']}")
+        builder = table.new_stream_write_builder()
+        write, commit = builder.new_write(), builder.new_commit()
+        batches = [arrow(rows(writer_partition(k), contention_ids(k, j, n).start)) for j in range(1, n + 1)]
+        records, failures = [], []
+        ready.put(k)
+        announced = True
+        start.wait()
+        began = time.perf_counter()
+        for j, batch in enumerate(batches, 1):
+            before = retries[0]
+            t0 = time.perf_counter()
+            try:
+                write.write_arrow(batch)
+                commit.commit(write.prepare_commit(j), j)
+            except Exception as error:  # retries ran out: pypaimon raises, the commit is not acknowledged
+                failures.append({"identifier": j, "error": repr(error)[:500]})
+                continue
+            records.append(
+                {"identifier": j, "ms": (time.perf_counter() - t0) * 1000, "retries": retries[0] - before}
+            )
+        finished = time.perf_counter()
+        write.close()
+        commit.close()
+        out.put(
+            {
+                "writer": k,
+                "commit_user": builder.commit_user,
+                "began": began,
+                "finished": finished,
+                "records": records,
+                "failures": failures,
+            }
+        )
+    except BaseException:
+        if not announced:
+            ready.put(-1)
+        out.put({"writer": job.get("writer", -1), "error": traceback.format_exc()})
+
+
+def contention(warehouse: Path, counts: Counts, run: int) -> dict[str, Any]:
+    """The baseline's `contend`: counts.writers processes x counts.commits_per_writer commits, one table."""
+    name = f"contend_{run}"
+    table = create_table(catalog(warehouse), name)
+    jobs = [
+        {"writer": k, "commits": counts.commits_per_writer, "warehouse": str(warehouse), "table": name}
+        for k in range(counts.writers)
+    ]
+    released, reports = launch_together(writer, jobs)
+    wall = max(r["finished"] for r in reports) - released
+    acknowledged = {
+        (r["commit_user"], c["identifier"]): contention_ids(
+            r["writer"], c["identifier"], counts.commits_per_writer
+        )
+        for r in reports
+        for c in r["records"]
+    }
+    check = verify_contention(warehouse, f"{DATABASE}.{name}", Path(table.table_path), acknowledged)
+    records = [{"writer": r["writer"], **c} for r in reports for c in r["records"]]
+    return {
+        "run": run,
+        "writers": counts.writers,
+        "commits_per_writer": counts.commits_per_writer,
+        "wall_s": wall,
+        "commits_per_s": len(acknowledged) / wall,
+        "retries": sum(c["retries"] for c in records),
+        "max_retries_one_commit": max((c["retries"] for c in records), default=0),
+        "failed_commits": sum(len(r["failures"]) for r in reports),
+        "failure_samples": [f for r in reports for f in r["failures"]][:3],
+        "commit_ms": summarize([c["ms"] for c in records]),
+        "per_writer_s": sorted(r["finished"] - r["began"] for r in reports),
+        "verify": check,
+        "commits": records,
+    }
+
+
+def baseline(warehouse: str, counts: Counts) -> dict[str, Any]:
+    """All three pypaimon measurements (meant to run in its own process, see procs.run_isolated)."""
+    from importlib.metadata import version
+
+    root = Path(warehouse)
+    return {
+        "version": version("pypaimon"),
+        "sequential": sequential(root / "seq", counts),
+        "big_commit": big_commit(root / "big", counts),
+        "contention": [
+            contention(root / f"contend-{run}", counts, run) for run in range(1, counts.contention_runs + 1)
+        ],
+    }

@@ -1,0 +1,35 @@
+"""Benchmark the commit coordinator against pypaimon's own filesystem commit, measured in the same run.
+
+usage: python bench/run.py [--quick] [--databases sqlite,postgres]
+
+Prints one table per database (metric | coordinator | pypaimon | ratio | target) and writes every raw
+number to bench/results/<timestamp>.json. What is measured and how to read it: bench/README.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _importable() -> None:
+    """Let `python bench/run.py` find bench/, tests/ and, without an install, the two distributions.
+
+    Spawned children (writers, the pypaimon baseline) inherit this sys.path from the parent.
+    """
+    for path in (REPO / "service", REPO / "client", REPO):
+        if str(path) not in sys.path:
+            sys.path.insert(0, str(path))
+
+
+def main() -> int:
+    _importable()
+    from bench.suite import main as run_suite
+
+    return run_suite()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""The coordinator as a real `coordinator serve` subprocess, and the metadata databases it runs on."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+PG_SERVER = os.environ.get("COORDINATOR_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432")
+START_TIMEOUT_S = 60.0
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def sqlite_url(directory: Path) -> str:
+    """A fresh SQLite file in the run's temp folder."""
+    return f"sqlite:///{directory / 'coordinator.db'}"
+
+
+@contextmanager
+def postgres_database() -> Iterator[str]:
+    """A fresh PostgreSQL database for one run; dropped on exit even after a failure."""
+    from sqlalchemy import create_engine, text
+
+    name = f"coordinator_bench_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(f"{PG_SERVER}/postgres", isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        try:
+            yield f"{PG_SERVER}/{name}"
+        finally:
+            # FORCE: a service that failed to stop must not keep the database alive.
+            with admin.connect() as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        admin.dispose()
+
+
+class CoordinatorProcess:
+    """`python -m coordinator.cli serve` on a free port; a context manager that always stops it."""
+
+    def __init__(self, database_url: str, warehouse: Path, log_path: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.warehouse = warehouse
+        self._log_path = log_path
+        self._database_url = database_url
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> CoordinatorProcess:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Spawn the service and wait until /health answers (it migrates the database at start)."""
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(REPO / d) for d in ("client", "service"))}
+        cmd = [
+            sys.executable,
+            "-m",
+            "coordinator.cli",
+            "serve",
+            "--database-url",
+            self._database_url,
+            "--warehouse",
+            str(self.warehouse),
+            "--port",
+            str(self.port),
+        ]
+        with open(self._log_path, "ab") as log:
+            self._process = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+        self._wait_healthy()
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self._process is None or self._process.poll() is not None:
+                raise RuntimeError(f"coordinator exited at start; log:\n{self.log_tail()}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        raise TimeoutError(f"coordinator not healthy after {START_TIMEOUT_S:g}s; log:\n{self.log_tail()}")
+
+    def stop(self) -> None:
+        """SIGTERM (uvicorn shuts down cleanly and disposes the pool), SIGKILL if it hangs."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self._log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
