@@ -25,6 +25,7 @@ from bench.data import (
     FIELDS,
     ROWS_PER_FILE,
     Counts,
+    acknowledged_ids,
     contention_ids,
     partition_of,
     rows,
@@ -263,13 +264,7 @@ def contention(url: str, warehouse: Path, counts: Counts, run: int) -> dict[str,
     ]
     released, reports = launch_together(writer, jobs)
     wall = max(r["finished"] for r in reports) - released
-    acknowledged = {
-        (r["commit_user"], c["identifier"]): contention_ids(
-            r["writer"], c["identifier"], counts.commits_per_writer
-        )
-        for r in reports
-        for c in r["records"]
-    }
+    acknowledged = acknowledged_ids(reports, counts.commits_per_writer)
     claimed = {(r["commit_user"], c["identifier"]): c["snapshot"] for r in reports for c in r["records"]}
     check = verify_contention(warehouse, table.id, table.location, acknowledged, claimed)
     records = [{"writer": r["writer"], **c} for r in reports for c in r["records"]]

@@ -60,3 +60,12 @@ FULL = Counts(
 QUICK = Counts(
     sequential_commits=200, window=20, big_files=1_000, writers=8, commits_per_writer=10, contention_runs=1
 )
+
+
+def acknowledged_ids(reports: list[dict[str, Any]], commits_per_writer: int) -> dict[tuple[str, int], range]:
+    """(commitUser, identifier) of every acknowledged contention commit -> the row ids it wrote."""
+    return {
+        (r["commit_user"], c["identifier"]): contention_ids(r["writer"], c["identifier"], commits_per_writer)
+        for r in reports
+        for c in r["records"]
+    }

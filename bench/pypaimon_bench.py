@@ -23,6 +23,7 @@ from bench.data import (
     PARTITIONS,
     ROWS_PER_FILE,
     Counts,
+    acknowledged_ids,
     contention_ids,
     partition_of,
     rows,
@@ -175,13 +176,7 @@ def contention(warehouse: Path, counts: Counts, run: int) -> dict[str, Any]:
     ]
     released, reports = launch_together(writer, jobs)
     wall = max(r["finished"] for r in reports) - released
-    acknowledged = {
-        (r["commit_user"], c["identifier"]): contention_ids(
-            r["writer"], c["identifier"], counts.commits_per_writer
-        )
-        for r in reports
-        for c in r["records"]
-    }
+    acknowledged = acknowledged_ids(reports, counts.commits_per_writer)
     check = verify_contention(warehouse, f"{DATABASE}.{name}", Path(table.table_path), acknowledged)
     records = [{"writer": r["writer"], **c} for r in reports for c in r["records"]]
     return {

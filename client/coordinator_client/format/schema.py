@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from coordinator_client.format.json_object import load_object
+
 CURRENT_VERSION: Final = 3
 # Paimon 0.7 wrote no "version"; readers then default bucket to 1 and file.format to orc.
 PAIMON_07_VERSION: Final = 1
@@ -81,15 +83,7 @@ class TableSchema:
     @classmethod
     def from_json(cls, text: str | bytes) -> TableSchema:
         """Parse schema JSON from us, pypaimon or Java; no version means Paimon 0.7 (options left as is)."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"schema is not valid JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise ValueError("schema JSON must be an object")
-        missing = [key for key in _REQUIRED_KEYS if data.get(key) is None]
-        if missing:
-            raise ValueError(f"schema JSON lacks required key(s): {', '.join(missing)}")
+        data = load_object(text, "schema", _REQUIRED_KEYS)
         return cls(
             version=_int(data.get("version", PAIMON_07_VERSION), "version"),
             id=_int(data["id"], "id"),

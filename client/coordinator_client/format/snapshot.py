@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final, TypedDict
 
+from coordinator_client.format.json_object import load_object
+
 LATEST: Final = "LATEST"
 EARLIEST: Final = "EARLIEST"
 CURRENT_VERSION: Final = 3
@@ -80,15 +82,7 @@ class Snapshot:
     @classmethod
     def from_json(cls, text: str | bytes) -> Snapshot:
         """Parse snapshot JSON written by us, pypaimon or Java Paimon; unknown keys land in ``extra``."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"snapshot is not valid JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise ValueError("snapshot JSON must be an object")
-        missing = [key for key in _REQUIRED_KEYS if data.get(key) is None]
-        if missing:
-            raise ValueError(f"snapshot JSON lacks required key(s): {', '.join(missing)}")
+        data = load_object(text, "snapshot", _REQUIRED_KEYS)
         try:
             kind = CommitKind(data["commitKind"])
         except ValueError as exc:
