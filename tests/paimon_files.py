@@ -6,7 +6,6 @@ writer would (Paimon's hash and partition naming) and describe each file as a co
 
 from __future__ import annotations
 
-import itertools
 import uuid
 from collections.abc import Sequence
 from datetime import date
@@ -35,7 +34,6 @@ _ARROW = {
     "BYTES": pa.binary(),
     "DATE": pa.date32(),
 }
-_names = (f"data-{uuid.uuid4()}-{n}.parquet" for n in itertools.count())
 
 
 def arrow_type(t: DataType) -> pa.DataType:
@@ -73,7 +71,7 @@ class PaimonTable:
     ) -> dict[str, Any]:
         directory = self.location / self.partition_dir(partition) / f"bucket-{bucket}"
         directory.mkdir(parents=True, exist_ok=True)
-        file_name = name or next(_names)
+        file_name = name or f"data-{uuid.uuid4()}-0.parquet"  # unique per call, safe from any thread
         pq.write_table(arrow, directory / file_name)
         return {
             "fileName": file_name,

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, tuple_, update
 
 from coordinator.db.models import CommitRow, SnapshotRow, TableRow
 
@@ -57,38 +57,59 @@ def delete_table(conn: Connection, table_id: str) -> bool:
 
 
 @dataclass(frozen=True)
-class CommitContext:
+class GroupContext:
     latest_snapshot_id: int
     has_unpublished: bool
-    committed_id: int | None
+    committed: dict[tuple[str, int], StoredCommit]
+    """Commits of the group already committed, by (commitUser, identifier)."""
+    by_idempotency_key: dict[str, StoredCommit]
+    """Recorded answers for the group's Idempotency-Keys."""
+
+    def recorded(self, key: tuple[str, int], idempotency_key: str | None) -> StoredCommit | None:
+        """The recorded answer for this request: its Idempotency-Key's first, then its commit's."""
+        if idempotency_key is not None and idempotency_key in self.by_idempotency_key:
+            return self.by_idempotency_key[idempotency_key]
+        return self.committed.get(key)
 
 
-def commit_context(
-    conn: Connection, table_id: str, commit_user: str, identifier: int
-) -> CommitContext | None:
-    """What a commit needs to know first, in one round trip: the latest snapshot, whether a crash left
-    snapshots unpublished, and whether this commitUser + identifier is already committed."""
+def group_context(
+    conn: Connection, table_id: str, keys: Sequence[tuple[str, int]], idempotency_keys: Sequence[str]
+) -> GroupContext | None:
+    """What a commit group needs to know first, in one round trip: the latest snapshot, whether a crash
+    left snapshots unpublished, and which of the group's commits were already decided."""
+    tables, commits = TableRow.__table__, CommitRow.__table__
     unpublished = (
         select(SnapshotRow.snapshot_id)
-        .where(SnapshotRow.table_id == TableRow.id, SnapshotRow.published.is_(False))
+        .where(SnapshotRow.table_id == tables.c.id, SnapshotRow.published.is_(False))
         .exists()
     )
-    committed = (
-        select(CommitRow.id)
-        .where(
-            CommitRow.table_id == TableRow.id,
-            CommitRow.commit_user == commit_user,
-            CommitRow.identifier == identifier,
-            CommitRow.outcome == "committed",
-        )
-        .scalar_subquery()
+    decided = and_(
+        tuple_(commits.c.commit_user, commits.c.identifier).in_(keys), commits.c.outcome == "committed"
     )
-    row = conn.execute(
-        select(TableRow.latest_snapshot_id, unpublished, committed).where(TableRow.id == table_id)
-    ).first()
-    if row is None:
+    if idempotency_keys:
+        decided = or_(decided, commits.c.idempotency_key.in_(idempotency_keys))
+    joined = tables.outerjoin(commits, and_(commits.c.table_id == tables.c.id, decided))
+    rows = (
+        conn.execute(
+            select(tables.c.latest_snapshot_id.label("latest"), unpublished.label("unpublished"), commits)
+            .select_from(joined)
+            .where(tables.c.id == table_id)
+        )
+        .mappings()
+        .all()
+    )
+    if not rows:
         return None
-    return CommitContext(int(row[0]), bool(row[1]), None if row[2] is None else int(row[2]))
+    committed, by_key = {}, {}
+    for row in rows:
+        if row["id"] is None:
+            continue
+        stored = _commit(row)
+        if stored.outcome == "committed" and (stored.commit_user, stored.identifier) in keys:
+            committed[(stored.commit_user, stored.identifier)] = stored
+        if row["idempotency_key"] is not None and row["idempotency_key"] in idempotency_keys:
+            by_key[row["idempotency_key"]] = stored
+    return GroupContext(int(rows[0]["latest"]), bool(rows[0]["unpublished"]), committed, by_key)
 
 
 def get_commit(conn: Connection, commit_id: int) -> StoredCommit:
@@ -227,49 +248,59 @@ def find_by_idempotency_key(conn: Connection, table_id: str, key: str) -> Stored
     return _commit(row) if row is not None else None
 
 
-def insert_commit(
-    conn: Connection,
-    *,
-    table_id: str,
-    commit_user: str,
-    identifier: int,
-    outcome: str,
-    snapshots: list[dict[str, object]],
-    timings: dict[str, float],
-    conflict: dict[str, object] | None,
-    idempotency_key: str | None,
-    created_at: float,
-) -> None:
+@dataclass(frozen=True)
+class NewCommit:
+    """One decided attempt for the history: committed (with snapshots) or rejected (with a conflict)."""
+
+    commit_user: str
+    identifier: int
+    outcome: str
+    snapshots: list[dict[str, object]]
+    timings: dict[str, float]
+    conflict: dict[str, object] | None
+    idempotency_key: str | None
+    created_at: float
+
+
+def insert_commits(conn: Connection, table_id: str, commits: Sequence[NewCommit]) -> None:
+    if not commits:
+        return
     conn.execute(
         insert(CommitRow),
         [
             {
                 "table_id": table_id,
-                "commit_user": commit_user,
-                "identifier": identifier,
-                "outcome": outcome,
-                "snapshots": json.dumps(snapshots),
-                "timings": json.dumps(timings),
-                "conflict": json.dumps(conflict) if conflict is not None else None,
-                "idempotency_key": idempotency_key,
-                "created_at": created_at,
+                "commit_user": c.commit_user,
+                "identifier": c.identifier,
+                "outcome": c.outcome,
+                "snapshots": json.dumps(c.snapshots),
+                "timings": json.dumps(c.timings),
+                "conflict": json.dumps(c.conflict) if c.conflict is not None else None,
+                "idempotency_key": c.idempotency_key,
+                "created_at": c.created_at,
             }
+            for c in commits
         ],
     )
 
 
 def update_commit_timings(
-    conn: Connection, table_id: str, commit_user: str, identifier: int, timings: dict[str, float]
+    conn: Connection, table_id: str, timings: Sequence[tuple[str, int, dict[str, float]]]
 ) -> None:
+    """Complete the phase timings of committed commits, (commitUser, identifier, timings) each, in one
+    executemany (pipelined by psycopg)."""
+    if not timings:
+        return
     conn.execute(
         update(CommitRow)
         .where(
             CommitRow.table_id == table_id,
-            CommitRow.commit_user == commit_user,
-            CommitRow.identifier == identifier,
+            CommitRow.commit_user == bindparam("b_user"),
+            CommitRow.identifier == bindparam("b_identifier"),
             CommitRow.outcome == "committed",
         )
-        .values(timings=json.dumps(timings))
+        .values(timings=bindparam("b_timings")),
+        [{"b_user": u, "b_identifier": i, "b_timings": json.dumps(t)} for u, i, t in timings],
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only, skip_commit_flush
-from coordinator.domain.committable import ResolvedCommittable, resolve_committable
+from coordinator.domain.committable import resolve_committable
 from coordinator.domain.conflicts import Conflict, check_base_snapshot, check_conflicts
 from coordinator.domain.manifest_merge import merge_manifests
 from coordinator.domain.plan import SnapshotPlan, plan_snapshots, record_count_delta, with_live_metadata
@@ -29,6 +30,7 @@ from coordinator.locks.base import Lease
 from coordinator.locks.lock_table import LockTable
 from coordinator.locks.renewal import LeaseKeeper
 from coordinator.storage.fileio import FileIO
+from coordinator.usecases.commit_queue import CommitQueue, PendingCommit, TakeGroup
 from coordinator.usecases.table_state import SnapshotLoader, TableState, TableStates
 from coordinator.usecases.tables import Table, Tables, adopted_row
 from coordinator_client.format.manifest import ManifestEntry
@@ -52,21 +54,39 @@ def local_millis() -> int:
     return int((now + time.localtime(now).tm_gmtoff) * 1000)
 
 
+MAX_GROUP = 32
+"""At most this many queued committables are committed in one lock hold."""
+
+
 @dataclass
-class _Attempt:
-    """One commit under the lock: the snapshots it built and the time each phase took."""
+class _GroupResult:
+    """How each member of a group was decided under the lock; answered after the finishing transaction."""
 
-    timings: dict[str, float] = field(default_factory=dict)
-    snapshots: list[Snapshot] = field(default_factory=list)
+    committed: list[PendingCommit] = field(default_factory=list)
+    rejected: list[tuple[PendingCommit, ConflictModel]] = field(default_factory=list)
+    answered: list[tuple[PendingCommit, CommitResponse | Exception]] = field(default_factory=list)
+    later: list[PendingCommit] = field(default_factory=list)
+    """Left for the next group: a resend racing its original, or what followed a mid-commit rejection."""
 
-    def phase(self, name: str, started: float) -> float:
-        now = time.perf_counter()
-        self.timings[name] = round(self.timings.get(name, 0.0) + (now - started) * 1000, 3)
-        return now
+    def answer(self) -> None:
+        for member in self.committed:
+            refs = [SnapshotRef(id=s.id, commit_kind=s.commit_kind.value) for s in member.snapshots]
+            member.succeed(CommitResponse(snapshots=refs, deduplicated=False, timings=member.timings))
+        for member, conflict in self.rejected:
+            member.fail(CommitConflict(conflict))
+        for member, answer in self.answered:
+            if isinstance(answer, Exception):
+                member.fail(answer)
+            else:
+                member.succeed(answer)
 
 
 class Committer:
-    """Commits to every table; safe to call from many threads and many service processes."""
+    """Commits to every table; safe to call from many threads and many service processes.
+
+    Within one process, commits to a table that arrive while its lock is held are grouped (see
+    commit_queue); across processes the table lock orders the groups.
+    """
 
     def __init__(
         self,
@@ -77,6 +97,7 @@ class Committer:
         *,
         lease_seconds: float,
         acquire_timeout_seconds: float,
+        max_group: int = MAX_GROUP,
     ) -> None:
         self._engine = engine
         self._fileio = fileio
@@ -84,7 +105,10 @@ class Committer:
         self._locks = locks
         self._lease_seconds = lease_seconds
         self._acquire_timeout = acquire_timeout_seconds
+        self._max_group = max_group
         self._states = TableStates(fileio)
+        self._queues: dict[str, CommitQueue] = {}
+        self._queues_guard = threading.Lock()
         self._instance = f"{os.uname().nodename}-{os.getpid()}"
 
     def commit(
@@ -101,27 +125,12 @@ class Committer:
         if idempotency_key is not None:
             # A terminal answer recorded for this key is replayed without waiting for the lock; the
             # commitUser + identifier check happens under the lock, where it cannot race.
-            replay = self._replay(table, request, idempotency_key)
+            replay = self._replay(table, idempotency_key)
             if replay is not None:
                 return replay
-        attempt = _Attempt()
-        t = attempt.phase("validate", started)
-        lease = self._locks.acquire(
-            table.lock_id, f"{self._instance}-{uuid.uuid4().hex[:12]}", self._acquire_timeout
-        )
-        t = attempt.phase("lockWait", t)
-        released = False
-        try:
-            with LeaseKeeper(self._locks, lease, self._lease_seconds):
-                response = self._commit_locked(table, request, resolved, lease, idempotency_key, attempt, t)
-            if not response.deduplicated:
-                attempt.timings["total"] = round((time.perf_counter() - started) * 1000, 3)
-                self._finish(table, request, response, attempt, release=lease)
-                released = True
-        finally:
-            if not released:
-                self._locks.release(lease)
-        return response.model_copy(update={"timings": attempt.timings})
+        pending = PendingCommit(request, resolved, idempotency_key, started)
+        pending.phase("validate")
+        return self._queue(table.id).run(pending, lambda take: self._commit_group(table, take))
 
     def commit_holding(
         self, lease: Lease, table_id: str, request: CommitRequest, *, idempotency_key: str | None = None
@@ -133,13 +142,10 @@ class Committer:
         """
         table = self._tables.get(table_id)
         resolved = resolve_committable(request, table.shape, now_millis=local_millis())
-        attempt = _Attempt()
-        response = self._commit_locked(
-            table, request, resolved, lease, idempotency_key, attempt, time.perf_counter()
-        )
-        if not response.deduplicated:
-            self._finish(table, request, response, attempt, release=None)
-        return response
+        pending = PendingCommit(request, resolved, idempotency_key, time.perf_counter())
+        later = self._commit_group(table, lambda: [pending], held=lease)
+        assert not later, "a group of one leaves nothing for later"
+        return pending.outcome()
 
     def recover(self) -> list[str]:
         """At start-up: publish snapshots a crash left committed but unpublished; returns the tables fixed.
@@ -163,81 +169,156 @@ class Committer:
                 self._locks.release(lease)
         return recovered
 
-    def _replay(
-        self, table: Table, request: CommitRequest, idempotency_key: str | None
-    ) -> CommitResponse | None:
-        """The recorded answer when this commit (or this Idempotency-Key) was already decided."""
-        with self._engine.connect() as conn:
-            if idempotency_key is not None:
-                stored = repo.find_by_idempotency_key(conn, table.id, idempotency_key)
-                if stored is not None:
-                    if stored.outcome != "committed":
-                        raise CommitConflict(ConflictModel.model_validate(stored.conflict))
-                    return _deduplicated(stored.snapshots)
-            committed = repo.find_committed(conn, table.id, request.commit_user, request.identifier)
-        return _deduplicated(committed.snapshots) if committed is not None else None
+    def _queue(self, table_id: str) -> CommitQueue:
+        with self._queues_guard:
+            queue = self._queues.get(table_id)
+            if queue is None:
+                queue = self._queues[table_id] = CommitQueue(self._max_group)
+            return queue
 
-    def _commit_locked(
-        self,
-        table: Table,
-        request: CommitRequest,
-        resolved: ResolvedCommittable,
-        lease: Lease,
-        idempotency_key: str | None,
-        attempt: _Attempt,
-        t: float,
-    ) -> CommitResponse:
-        state, committed = self._reconcile(table, request)
-        t = attempt.phase("reconcile", t)
-        if committed is not None:
-            return _deduplicated(committed.snapshots)  # a concurrent resend won the lock first
+    def _replay(self, table: Table, idempotency_key: str) -> CommitResponse | None:
+        """The recorded terminal answer for this Idempotency-Key, if there is one."""
+        with read_only(self._engine) as conn:
+            stored = repo.find_by_idempotency_key(conn, table.id, idempotency_key)
+        if stored is None:
+            return None
+        answer = _recorded_answer(stored)
+        if isinstance(answer, CommitConflict):
+            raise answer
+        return answer
+
+    # ------------------------------------------------------------ one group under the lock
+
+    def queued(self, table_id: str) -> int:
+        """Commits to this table waiting in this process for the current group to finish."""
+        return self._queue(table_id).depth
+
+    def _commit_group(
+        self, table: Table, take: TakeGroup, *, held: Lease | None = None
+    ) -> list[PendingCommit]:
+        """Take the lock (unless `held`), then the group; decide every member, finish, and answer.
+
+        Returns the members left for the next group.
+        """
+        lease = held or self._locks.acquire(
+            table.lock_id, f"{self._instance}-{uuid.uuid4().hex[:12]}", self._acquire_timeout
+        )
+        acquired = time.perf_counter()
+        group = take()
+        for member in group:
+            member.phase("lockWait", acquired)
+        try:
+            if held is None:
+                with LeaseKeeper(self._locks, lease, self._lease_seconds):
+                    result = self._commit_locked(table, group, lease)
+            else:
+                result = self._commit_locked(table, group, lease)
+            self._finish(table, result, release=None if held else lease)
+        except BaseException:
+            if held is None:
+                self._locks.release(lease)
+            raise
+        result.answer()
+        return result.later
+
+    def _commit_locked(self, table: Table, group: list[PendingCommit], lease: Lease) -> _GroupResult:
+        started = time.perf_counter()
+        state, context = self._reconcile(table, group)
+        _shared_phase(group, "reconcile", started)
+        result = _GroupResult()
         previous_id = state.snapshot_id
         manifests = state.manifests
+        stale_state = False
+        taken: set[tuple[str, int] | str] = set()
         try:
-            check_base_snapshot(request.base_snapshot_id, previous_id)
-            plans = plan_snapshots(resolved, state.live, table.shape)
-            for plan in plans:
-                t = self._build_snapshot(table, state, plan, request, attempt, t)
-            self._commit_point(table, lease, previous_id, request, idempotency_key, attempt)
-            t = attempt.phase("commitPoint", t)
+            for index, member in enumerate(group):
+                member.phase("groupWait")
+                stored = context.recorded(member.key, member.idempotency_key)
+                if stored is not None:
+                    result.answered.append((member, _recorded_answer(stored)))
+                    continue
+                claims = {member.key} | ({member.idempotency_key} if member.idempotency_key else set())
+                if claims & taken:
+                    result.later.append(member)  # a resend racing its original is decided after it
+                    continue
+                taken |= claims
+                mark = manifests.checkpoint()
+                try:
+                    check_base_snapshot(member.request.base_snapshot_id, state.snapshot_id)
+                    for plan in plan_snapshots(member.resolved, state.live, table.shape):
+                        self._build_snapshot(table, state, plan, member)
+                except Conflict as conflict:
+                    manifests.discard_since(mark)
+                    result.rejected.append((member, self._conflict_model(table, conflict, group)))
+                    if member.snapshots:
+                        # Part of this committable already advanced the in-memory state: the rest of the
+                        # group waits for a state rebuilt from what is committed.
+                        member.snapshots.clear()
+                        result.later.extend(group[index + 1 :])
+                        stale_state = True
+                        break
+                    continue
+                result.committed.append(member)
+            if result.committed:
+                started = time.perf_counter()
+                self._commit_point(table, lease, previous_id, result.committed)
+                _shared_phase(result.committed, "commitPoint", started)
         except Conflict as conflict:
-            manifests.discard_written()
+            # The commit point failed for the whole group (lease lost, pointer moved): nothing is written.
+            manifests.discard_since(0)
             self._states.invalidate(table.id)
-            model = self._conflict_model(table, conflict)
-            self._record_rejection(table, request, idempotency_key, model, attempt)
-            raise CommitConflict(model) from None
-        except _AlreadyCommitted:
-            manifests.discard_written()
+            model = self._conflict_model(table, conflict, [])
+            decided = [m for m in group if m.snapshots or any(m is r for r, _ in result.rejected)]
+            result.committed, result.rejected = [], [(m, model) for m in decided]
+            for member in decided:
+                member.snapshots.clear()
+            return result
+        except IntegrityError:
+            # A unique index saw a commit this group's context did not: answer from what is recorded.
+            manifests.discard_since(0)
             self._states.invalidate(table.id)
-            return self._replay(table, request, idempotency_key) or _deduplicated([])
+            return self._after_integrity_error(table, group)
         except BaseException:
-            manifests.discard_written()
+            manifests.discard_since(0)
             self._states.invalidate(table.id)
             raise
         manifests.keep_written()
-        self._write_snapshot_files(table, attempt.snapshots)
-        attempt.phase("publish", t)
-        return CommitResponse(
-            snapshots=[SnapshotRef(id=s.id, commit_kind=s.commit_kind.value) for s in attempt.snapshots],
-            deduplicated=False,
-        )
+        if stale_state:
+            self._states.invalidate(table.id)
+        started = time.perf_counter()
+        self._write_snapshot_files(table, [s for m in result.committed for s in m.snapshots])
+        _shared_phase(result.committed, "publish", started)
+        return result
+
+    def _after_integrity_error(self, table: Table, group: list[PendingCommit]) -> _GroupResult:
+        result = _GroupResult()
+        with read_only(self._engine) as conn:
+            context = _group_context(conn, table, group)
+        for member in group:
+            member.snapshots.clear()
+            stored = context.recorded(member.key, member.idempotency_key)
+            if stored is not None:
+                result.answered.append((member, _recorded_answer(stored)))
+            else:
+                result.answered.append(
+                    (member, RuntimeError("the commit point hit a unique index without a recorded commit"))
+                )
+        return result
 
     # ------------------------------------------------------------ reconcile
 
-    def _reconcile(self, table: Table, request: CommitRequest) -> tuple[TableState, repo.StoredCommit | None]:
+    def _reconcile(
+        self, table: Table, group: Sequence[PendingCommit]
+    ) -> tuple[TableState, repo.GroupContext]:
         """Publish what a crash left unpublished, adopt outside snapshots, then bring the state up to date."""
         with read_only(self._engine) as conn:
-            context = repo.commit_context(conn, table.id, request.commit_user, request.identifier)
-            if context is None:
-                raise TableNotFound(f"table {table.id} does not exist")
-            latest = context.latest_snapshot_id
+            context = _group_context(conn, table, group)
             unpublished = repo.unpublished_snapshots(conn, table.id) if context.has_unpublished else []
-            committed = repo.get_commit(conn, context.committed_id) if context.committed_id else None
         if unpublished:
             self._publish(table, [Snapshot.from_json(s.body) for s in unpublished])
-        latest = self._adopt_outside_snapshots(table, latest)
+        latest = self._adopt_outside_snapshots(table, context.latest_snapshot_id)
         bodies = {s.snapshot_id: s.body for s in unpublished}
-        return self._states.at(table, latest, SnapshotLoader(self._fileio, table, bodies)), committed
+        return self._states.at(table, latest, SnapshotLoader(self._fileio, table, bodies)), context
 
     def _adopt_outside_snapshots(self, table: Table, latest: int) -> int:
         """A snapshot-N+1 that another writer published is taken in, never overwritten."""
@@ -254,15 +335,10 @@ class Committer:
     # ------------------------------------------------------------ write
 
     def _build_snapshot(
-        self,
-        table: Table,
-        state: TableState,
-        plan: SnapshotPlan,
-        request: CommitRequest,
-        attempt: _Attempt,
-        t: float,
-    ) -> float:
+        self, table: Table, state: TableState, plan: SnapshotPlan, member: PendingCommit
+    ) -> None:
         shape = table.shape
+        request = member.request
         entries = with_live_metadata(plan.entries, state.live)
         check_conflicts(
             state.live,
@@ -270,7 +346,7 @@ class Committer:
             check_bucket_count=plan.check_bucket_count,
             decode_key=shape.decode_key if shape.has_primary_key else None,
         )
-        t = attempt.phase("conflictCheck", t)
+        member.phase("conflictCheck")
         manifests = state.manifests
         base = merge_manifests(state.data_manifests, state.options, manifests.read, manifests.write)
         delta = manifests.write(list(entries)) if entries else []
@@ -303,8 +379,8 @@ class Committer:
         state.live.apply(entries, snapshot.id)
         state.snapshot = snapshot
         state.data_manifests = base + delta
-        attempt.snapshots.append(snapshot)
-        return attempt.phase("manifestWrite", t)
+        member.snapshots.append(snapshot)
+        member.phase("manifestWrite")
 
     def _changelog_list(
         self, state: TableState, changelog: Sequence[ManifestEntry]
@@ -316,41 +392,38 @@ class Committer:
     # ------------------------------------------------------------ commit point and publish
 
     def _commit_point(
-        self,
-        table: Table,
-        lease: Lease,
-        previous_id: int,
-        request: CommitRequest,
-        idempotency_key: str | None,
-        attempt: _Attempt,
+        self, table: Table, lease: Lease, previous_id: int, committed: Sequence[PendingCommit]
     ) -> None:
-        snapshots = attempt.snapshots
-        refs = [{"id": s.id, "commitKind": s.commit_kind.value} for s in snapshots]
-        try:
-            with self._engine.begin() as conn:
-                self._check_fence(conn, lease)
-                if snapshots and not repo.advance_latest(conn, table.id, previous_id, snapshots[-1].id):
-                    raise Conflict(
-                        "LATEST_SNAPSHOT_MOVED",
-                        "another commit moved the table while this one held the lock",
-                        retryable=True,
-                    )
-                repo.insert_snapshots(conn, table.id, [_snapshot_row(s) for s in snapshots])
-                repo.insert_commit(
-                    conn,
-                    table_id=table.id,
-                    commit_user=request.commit_user,
-                    identifier=request.identifier,
-                    outcome="committed",
-                    snapshots=refs,  # type: ignore[arg-type]
-                    timings=attempt.timings,
-                    conflict=None,
-                    idempotency_key=idempotency_key,
-                    created_at=time.time(),
+        """One transaction: our lease is live, latest moves from `previous_id` to the group's last
+        snapshot, and every snapshot and commit of the group is recorded."""
+        snapshots = [s for member in committed for s in member.snapshots]
+        with self._engine.begin() as conn:
+            self._check_fence(conn, lease)
+            if not repo.advance_latest(conn, table.id, previous_id, snapshots[-1].id):
+                raise Conflict(
+                    "LATEST_SNAPSHOT_MOVED",
+                    "another commit moved the table while this one held the lock",
+                    retryable=True,
                 )
-        except IntegrityError:
-            # The unique (commitUser, identifier) index: a concurrent resend committed first.
-            raise _AlreadyCommitted() from None
+            repo.insert_snapshots(conn, table.id, [_snapshot_row(s) for s in snapshots])
+            now = time.time()
+            repo.insert_commits(
+                conn,
+                table.id,
+                [
+                    repo.NewCommit(
+                        commit_user=member.request.commit_user,
+                        identifier=member.request.identifier,
+                        outcome="committed",
+                        snapshots=[{"id": s.id, "commitKind": s.commit_kind.value} for s in member.snapshots],
+                        timings=member.timings,
+                        conflict=None,
+                        idempotency_key=member.idempotency_key,
+                        created_at=now,
+                    )
+                    for member in committed
+                ],
+            )
 
     def _check_fence(self, conn: Connection, lease: Lease) -> None:
         """Raise when our lease expired or was taken over: a zombie holder must not commit."""
@@ -365,22 +438,40 @@ class Committer:
                 retryable=True,
             )
 
-    def _finish(
-        self,
-        table: Table,
-        request: CommitRequest,
-        response: CommitResponse,
-        attempt: _Attempt,
-        *,
-        release: Lease | None,
-    ) -> None:
-        """One transaction after publishing: mark the snapshots published, complete the history's phase
-        timings and (when given) release the lock; losing it in a crash only means publishing again."""
+    def _finish(self, table: Table, result: _GroupResult, *, release: Lease | None) -> None:
+        """One transaction after publishing: mark the snapshots published, complete the history (phase
+        timings, rejections) and, when given, release the lock; losing it in a crash only means
+        publishing again."""
+        finished = time.perf_counter()
+        for member in result.committed:
+            member.timings["total"] = round((finished - member.started) * 1000, 3)
+        if not result.committed and not result.rejected:
+            if release is not None:
+                self._locks.release(release)
+            return
+        now = time.time()
         with self._engine.begin() as conn:
             skip_commit_flush(conn)
-            repo.mark_published(conn, table.id, [s.id for s in response.snapshots])
-            repo.update_commit_timings(
-                conn, table.id, request.commit_user, request.identifier, attempt.timings
+            if result.committed:
+                repo.mark_published(conn, table.id, [s.id for m in result.committed for s in m.snapshots])
+                repo.update_commit_timings(conn, table.id, [(*m.key, m.timings) for m in result.committed])
+            repo.insert_commits(
+                conn,
+                table.id,
+                [
+                    repo.NewCommit(
+                        commit_user=member.request.commit_user,
+                        identifier=member.request.identifier,
+                        outcome="rejected",
+                        snapshots=[],
+                        timings=member.timings,
+                        conflict=conflict.model_dump(mode="json", by_alias=True),
+                        # A retryable rejection is not a terminal answer, so it is not replayed for its key.
+                        idempotency_key=None if conflict.retryable else member.idempotency_key,
+                        created_at=now,
+                    )
+                    for member, conflict in result.rejected
+                ],
             )
             if release is not None:
                 self._locks.release_in(conn, release)
@@ -410,15 +501,26 @@ class Committer:
 
     # ------------------------------------------------------------ rejections
 
-    def _conflict_model(self, table: Table, conflict: Conflict) -> ConflictModel:
+    def _conflict_model(
+        self, table: Table, conflict: Conflict, group: Sequence[PendingCommit]
+    ) -> ConflictModel:
+        """The wire form of a conflict; a winning snapshot may be one this very group just built."""
         winner = None
-        if conflict.winning_snapshot_id:
-            with self._engine.connect() as conn:
-                stored = repo.get_snapshot(conn, table.id, conflict.winning_snapshot_id)
-            if stored is not None:
+        winning_id = conflict.winning_snapshot_id
+        if winning_id:
+            built = {s.id: s for member in group for s in member.snapshots}
+            if winning_id in built:
+                snapshot = built[winning_id]
                 winner = WinningSnapshot(
-                    id=stored.snapshot_id, commit_user=stored.commit_user, commit_kind=stored.commit_kind
+                    id=snapshot.id, commit_user=snapshot.commit_user, commit_kind=snapshot.commit_kind.value
                 )
+            else:
+                with read_only(self._engine) as conn:
+                    stored = repo.get_snapshot(conn, table.id, winning_id)
+                if stored is not None:
+                    winner = WinningSnapshot(
+                        id=stored.snapshot_id, commit_user=stored.commit_user, commit_kind=stored.commit_kind
+                    )
         return ConflictModel(
             type=conflict.type,
             message=conflict.message,
@@ -431,38 +533,27 @@ class Committer:
             retryable=conflict.retryable,
         )
 
-    def _record_rejection(
-        self,
-        table: Table,
-        request: CommitRequest,
-        idempotency_key: str | None,
-        conflict: ConflictModel,
-        attempt: _Attempt,
-    ) -> None:
-        # A retryable rejection is not a terminal answer, so it is not replayed for its Idempotency-Key.
-        key = None if conflict.retryable else idempotency_key
-        with self._engine.begin() as conn:
-            repo.insert_commit(
-                conn,
-                table_id=table.id,
-                commit_user=request.commit_user,
-                identifier=request.identifier,
-                outcome="rejected",
-                snapshots=[],
-                timings=attempt.timings,
-                conflict=conflict.model_dump(mode="json", by_alias=True),
-                idempotency_key=key,
-                created_at=time.time(),
-            )
+
+def _group_context(conn: Connection, table: Table, group: Sequence[PendingCommit]) -> repo.GroupContext:
+    keys = [m.idempotency_key for m in group if m.idempotency_key is not None]
+    context = repo.group_context(conn, table.id, [m.key for m in group], keys)
+    if context is None:
+        raise TableNotFound(f"table {table.id} does not exist")
+    return context
 
 
-class _AlreadyCommitted(Exception):
-    pass
+def _shared_phase(members: Sequence[PendingCommit], name: str, started: float) -> None:
+    milliseconds = (time.perf_counter() - started) * 1000
+    for member in members:
+        member.shared_phase(name, milliseconds)
 
 
-def _deduplicated(snapshots: list[dict[str, object]]) -> CommitResponse:
+def _recorded_answer(stored: repo.StoredCommit) -> CommitResponse | CommitConflict:
+    """The answer a recorded commit gives a resend: its snapshots, or its terminal rejection."""
+    if stored.outcome != "committed":
+        return CommitConflict(ConflictModel.model_validate(stored.conflict))
     return CommitResponse(
-        snapshots=[SnapshotRef.model_validate(s) for s in snapshots], deduplicated=True, timings={}
+        snapshots=[SnapshotRef.model_validate(s) for s in stored.snapshots], deduplicated=True, timings={}
     )
 
 

@@ -36,7 +36,7 @@ class ManifestStore:
         self._prefix = f"{uuid.uuid4()}"
         self._counter = 0
         self.written: list[str] = []
-        """Names written since the last `forget_written`; deleted again if the commit fails."""
+        """Names written since the last `keep_written`; deleted again if their commit fails."""
 
     def _next_name(self, kind: str) -> str:
         with self._lock:
@@ -86,12 +86,16 @@ class ManifestStore:
     def read_list(self, name: str) -> list[ManifestFileMeta]:
         return decode_manifest_list(self._fileio.read(self._layout.manifest(name)))
 
-    def discard_written(self) -> None:
-        """Delete what this attempt wrote: a failed commit leaves no manifests behind."""
-        for name in self.written:
+    def checkpoint(self) -> int:
+        """A mark for `discard_since`: one committable of a group can be undone without the others."""
+        return len(self.written)
+
+    def discard_since(self, mark: int = 0) -> None:
+        """Delete what was written after `mark`: a rejected commit leaves no manifests behind."""
+        for name in self.written[mark:]:
             self._fileio.delete(self._layout.manifest(name))
             self._entries.pop(name, None)
-        self.written = []
+        del self.written[mark:]
 
     def keep_written(self) -> None:
         self.written = []

@@ -1,0 +1,137 @@
+"""Group commit: the commits to one table that arrive while another commit holds its lock go together.
+
+Each request thread queues its committable. When no commit of the table is running in this process, the
+first waiting thread becomes the leader: it takes up to `max_group` queued committables, commits them in
+one lock hold (one snapshot each, in arrival order) and hands every thread its own answer. With N
+writers waiting, the table lock is taken, the state reconciled and the commit point written once per
+group instead of once per writer, which is what lets throughput grow with the number of writers.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from coordinator.domain.committable import ResolvedCommittable
+from coordinator_client.format.snapshot import Snapshot
+from coordinator_client.models import CommitRequest, CommitResponse
+
+
+@dataclass(eq=False)
+class PendingCommit:
+    """One request in a group: its input, the phases it went through (ms) and, once decided, its answer."""
+
+    request: CommitRequest
+    resolved: ResolvedCommittable
+    idempotency_key: str | None
+    started: float
+    timings: dict[str, float] = field(default_factory=dict)
+    snapshots: list[Snapshot] = field(default_factory=list)
+    mark: float = 0.0
+    """perf_counter() at the end of the last timed phase."""
+    _response: CommitResponse | None = None
+    _error: BaseException | None = None
+
+    def __post_init__(self) -> None:
+        self.mark = self.started
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.request.commit_user, self.request.identifier
+
+    @property
+    def decided(self) -> bool:
+        return self._response is not None or self._error is not None
+
+    def phase(self, name: str, now: float | None = None) -> float:
+        """Add the time since the last phase to `name`; returns now."""
+        now = time.perf_counter() if now is None else now
+        self.timings[name] = round(self.timings.get(name, 0.0) + (now - self.mark) * 1000, 3)
+        self.mark = now
+        return now
+
+    def shared_phase(self, name: str, milliseconds: float) -> None:
+        """A phase the whole group went through once (reconcile, commit point, publish)."""
+        self.timings[name] = round(self.timings.get(name, 0.0) + milliseconds, 3)
+        self.mark = time.perf_counter()
+
+    def succeed(self, response: CommitResponse) -> None:
+        self._response = response
+
+    def fail(self, error: BaseException) -> None:
+        self._error = error
+
+    def outcome(self) -> CommitResponse:
+        if self._error is not None:
+            raise self._error
+        assert self._response is not None
+        return self._response
+
+
+TakeGroup = Callable[[], list[PendingCommit]]
+"""Called by a leader once it holds the table lock: the waiting commits that form its group."""
+
+
+class CommitQueue:
+    """The waiting commits of one table in this process, and whether a leader is committing a group."""
+
+    def __init__(self, max_group: int) -> None:
+        self._max_group = max_group
+        self._waiting: deque[PendingCommit] = deque()
+        self._changed = threading.Condition()
+        self._leading = False
+
+    @property
+    def depth(self) -> int:
+        """Commits waiting for a group (not counting one being committed)."""
+        with self._changed:
+            return len(self._waiting)
+
+    def run(
+        self, pending: PendingCommit, commit_group: Callable[[TakeGroup], Sequence[PendingCommit]]
+    ) -> CommitResponse:
+        """Queue `pending` and return its answer, leading groups (ours or earlier ones) when it is our turn.
+
+        The leader takes the table lock first and only then its group, so every commit that arrived
+        while it waited joins. `commit_group` decides the commits it took and returns those it left for
+        the next group. If it raises, every commit it took shares the error; if it raises before taking
+        any (the lock stayed busy past the timeout), so does every waiting commit, since all of them
+        were waiting for that same lock.
+        """
+        with self._changed:
+            self._waiting.append(pending)
+        while True:
+            with self._changed:
+                while self._leading and not pending.decided:
+                    self._changed.wait()
+                if pending.decided:
+                    return pending.outcome()
+                self._leading = True
+            group: list[PendingCommit] = []
+            later: Sequence[PendingCommit] = ()
+            try:
+                later = commit_group(functools.partial(self._take, group, self._max_group))
+            except BaseException as error:
+                for member in group or self._take(group, None):
+                    if not member.decided:
+                        member.fail(error)
+            finally:
+                for member in group:
+                    if not member.decided and member not in later:
+                        member.fail(RuntimeError("a commit group ended without deciding a commit"))
+                with self._changed:
+                    # Left-over commits go first in the next group, so arrival order is kept.
+                    self._waiting.extendleft(reversed([m for m in later if not m.decided]))
+                    self._leading = False
+                    self._changed.notify_all()
+
+    def _take(self, group: list[PendingCommit], limit: int | None) -> list[PendingCommit]:
+        """Move up to `limit` (None: all) waiting commits into `group`."""
+        with self._changed:
+            count = len(self._waiting) if limit is None else min(limit, len(self._waiting))
+            group.extend(self._waiting.popleft() for _ in range(count))
+        return group
