@@ -237,6 +237,7 @@ def writer(job: dict[str, Any], ready: Queue[int], start: Event, out: Queue[dict
                         "deduplicated": answer["deduplicated"],
                         "snapshot": answer["snapshots"][0]["id"],
                         "timings": answer["timings"],
+                        "group_size": answer.get("groupSize", 1),
                     }
                 )
         out.put(
@@ -268,7 +269,10 @@ def contention(url: str, warehouse: Path, counts: Counts, run: int) -> dict[str,
     claimed = {(r["commit_user"], c["identifier"]): c["snapshot"] for r in reports for c in r["records"]}
     check = verify_contention(warehouse, table.id, table.location, acknowledged, claimed)
     records = [{"writer": r["writer"], **c} for r in reports for c in r["records"]]
-    held = [lock_held_ms(c["timings"]) for c in records if c["timings"]]
+    timed = [c for c in records if c["timings"]]
+    held = [lock_held_ms(c["timings"]) for c in timed]
+    # A group shares one lock hold: each member counts for its share, so a group is counted once.
+    busy_ms = sum(lock_held_ms(c["timings"]) / c["group_size"] for c in timed)
     return {
         "run": run,
         "writers": counts.writers,
@@ -280,7 +284,8 @@ def contention(url: str, warehouse: Path, counts: Counts, run: int) -> dict[str,
         "write_ms": summarize([c["write_ms"] for c in records]),
         "server_phase_median_ms": median_phases([c["timings"] for c in records if c["timings"]]),
         "lock_held_ms": summarize(held),
-        "lock_busy_fraction": sum(held) / 1000 / wall,
+        "lock_busy_fraction": busy_ms / 1000 / wall,
+        "group_size_mean": sum(c["group_size"] for c in timed) / max(1, len(timed)),
         "per_writer_s": sorted(r["finished"] - r["began"] for r in reports),
         "verify": check,
         "commits": records,
@@ -288,10 +293,11 @@ def contention(url: str, warehouse: Path, counts: Counts, run: int) -> dict[str,
 
 
 def lock_held_ms(timings: dict[str, float]) -> float:
-    """How long a commit held the table lock: its total minus what came before acquiring it.
+    """How long a commit held the table lock: its total minus what came before acquiring it (for a
+    member of a group, the group's hold up to its answer).
 
-    Summed over a contention run and divided by the wall time, this says how much of the run the lock
-    was busy. Throughput is bounded by 1 / (time held) only when the lock is busy nearly all the time;
-    a lower fraction means time lost handing the lock over (waiters asleep in their backoff).
+    Summed over a contention run (a group counted once) and divided by the wall time, this says how
+    much of the run the lock was busy. Near 100 % the critical section bounds the rate; a lower
+    fraction means time lost handing the lock over (waiters asleep in their backoff).
     """
     return timings["total"] - timings.get("validate", 0.0) - timings.get("lockWait", 0.0)

@@ -190,7 +190,8 @@ def breakdown(coordinator: dict[str, Any]) -> str:
             f"  contention run {run['run']}: wall {run['wall_s']:.2f} s, POST p50/p99 "
             f"{run['commit_ms']['p50']:.1f}/{run['commit_ms']['p99']:.1f}, write p50 "
             f"{run['write_ms']['p50']:.1f}; {_phases(run['server_phase_median_ms'])}; lock held p50 "
-            f"{run['lock_held_ms']['p50']:.1f} ms, lock busy {run['lock_busy_fraction']:.0%} of the wall; "
+            f"{run['lock_held_ms']['p50']:.1f} ms, lock busy {run['lock_busy_fraction']:.0%} of the wall, "
+            f"mean group {run['group_size_mean']:.1f} commits; "
             f"resends {run['resends']}; rows {v['rows_read']}/{v['rows_expected']}"
         )
     return "\n".join(lines)

@@ -191,6 +191,26 @@ def test_oversized_body(settings: Settings, table: PaimonTable) -> None:
         assert tree_digest(table.location) == before
 
 
+def test_oversized_streamed_body(settings: Settings, table: PaimonTable) -> None:
+    """A chunked body declares no length; it is cut off at the limit as it is read."""
+    from coordinator.app import create_app
+
+    small = settings.model_copy(update={"max_body_bytes": 2048})
+    with TestClient(create_app(small)) as api:
+        body = _valid_body(table)
+        body["properties"] = {"padding": "x" * 4096}
+        data = json.dumps(body).encode()
+        before = tree_digest(table.location)
+        response = api.post(
+            f"/tables/{table.id}/commits",
+            content=(data[i : i + 1024] for i in range(0, len(data), 1024)),
+            headers={"content-type": "application/json"},
+        )
+        assert response.status_code == 413
+        assert response.json()["field"] == "body"
+        assert tree_digest(table.location) == before
+
+
 TABLE_CASES: list[tuple[str, dict[str, Any], str]] = [
     ("unknown type", {"fields": [{"name": "a", "type": "WIDGET"}]}, "fields[0].type"),
     (

@@ -157,6 +157,12 @@ class CommitResponse(_Model):
     snapshots: list[SnapshotRef]
     deduplicated: bool = False
     timings: dict[str, float] = Field(default_factory=dict, description="milliseconds per phase")
+    group_size: int = Field(
+        1,
+        ge=1,
+        description="commits decided in one lock hold and commit point with this one (group commit), "
+        "itself included",
+    )
 
 
 class WinningSnapshot(_Model):

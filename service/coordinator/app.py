@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 
 from coordinator.api import commits, ops, snapshots, tables
-from coordinator.api.errors import coordinator_error, install
-from coordinator.errors import PayloadTooLarge
+from coordinator.api.body_limit import BodyLimit
+from coordinator.api.errors import install
 from coordinator.services import Services
 from coordinator.settings import Settings
 
@@ -36,14 +36,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     install(app)
 
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > settings.max_body_bytes:
-            error = PayloadTooLarge(f"request body over {settings.max_body_bytes} bytes", field="body")
-            return await coordinator_error(request, error)
-        return await call_next(request)
-
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     for router in (tables.router, commits.router, snapshots.router, ops.router):
         app.include_router(router)
     return app

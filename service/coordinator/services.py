@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
-from coordinator.db.engine import make_engine
+from coordinator.db.engine import bookkeeping_engine, make_engine
 from coordinator.db.migrate import upgrade
 from coordinator.locks.lock_table import LockTable
 from coordinator.settings import Settings
@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 class Services:
     settings: Settings
     engine: Engine
+    bookkeeping: Engine
     tables: Tables
     committer: Committer
     reads: Reads
@@ -35,11 +36,13 @@ class Services:
         if settings.auto_migrate:
             upgrade(settings.database_url)
         engine = make_engine(settings.database_url)
+        bookkeeping = bookkeeping_engine(engine)
         fileio, root = open_warehouse(settings.warehouse)
-        locks = LockTable(engine, settings.lock_lease_seconds)
+        locks = LockTable(bookkeeping, settings.lock_lease_seconds)
         tables = Tables(engine, fileio, root)
         committer = Committer(
             engine,
+            bookkeeping,
             fileio,
             tables,
             locks,
@@ -48,7 +51,9 @@ class Services:
         )
         for table_id in committer.recover():
             log.warning("published snapshots of %s that a crash left unpublished", table_id)
-        return cls(settings, engine, tables, committer, Reads(engine, fileio, tables, locks), locks, root)
+        reads = Reads(engine, fileio, tables, locks)
+        return cls(settings, engine, bookkeeping, tables, committer, reads, locks, root)
 
     def close(self) -> None:
         self.engine.dispose()
+        self.bookkeeping.dispose()

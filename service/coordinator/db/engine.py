@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
@@ -21,15 +23,16 @@ def now_ms(engine: Engine) -> TextClause:
     return text(_NOW_MS[engine.dialect.name])
 
 
-def skip_commit_flush(conn: Connection) -> None:
-    """Let this PostgreSQL transaction commit without waiting for its WAL flush.
-
-    Only for writes whose loss in a database crash is harmless: lock bookkeeping (the commit point
-    re-checks owner and epoch durably, and owners are unique per attempt) and publish marks (publishing
-    again is idempotent). The commit point itself always waits for the flush.
-    """
-    if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
+@contextmanager
+def autocommit(engine: Engine) -> Iterator[Connection]:
+    """A connection for single-statement writes: on PostgreSQL each statement commits on its own, saving
+    the BEGIN and COMMIT round trips; elsewhere one ordinary transaction, committed at exit."""
+    if engine.dialect.name == "postgresql":
+        with engine.connect() as conn:
+            yield conn.execution_options(isolation_level="AUTOCOMMIT")
+    else:
+        with engine.begin() as conn:
+            yield conn
 
 
 def read_only(engine: Engine) -> Connection:
@@ -52,6 +55,26 @@ def make_engine(url: str) -> Engine:
         return engine
     # No pre-ping: it would add a round trip to every transaction of a commit; recycle instead.
     return create_engine(url, pool_size=10, max_overflow=20, pool_recycle=1800)
+
+
+def bookkeeping_engine(engine: Engine) -> Engine:
+    """The engine for writes whose loss in a database crash is harmless; on PostgreSQL its sessions commit
+    without waiting for the WAL flush (a commit that does wait flushes everything before it anyway).
+
+    That is lock bookkeeping (the commit point re-checks owner and epoch durably, and owners are unique
+    per attempt) and publish marks (publishing again is idempotent). The commit point itself uses the
+    durable engine. Elsewhere this is `engine` itself: SQLite in WAL mode with synchronous=NORMAL does
+    not flush per commit anyway.
+    """
+    if engine.dialect.name != "postgresql":
+        return engine
+    return create_engine(
+        engine.url,
+        connect_args={"options": "-c synchronous_commit=off"},
+        pool_size=5,
+        max_overflow=10,
+        pool_recycle=1800,
+    )
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

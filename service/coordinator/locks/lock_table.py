@@ -8,14 +8,13 @@ that the commit point checks, so a holder that paused past its lease cannot publ
 
 from __future__ import annotations
 
-import random
 import threading
-import time
 
 from sqlalchemy import Connection, Engine, select, text
 from sqlalchemy.exc import IntegrityError
+from tenacity import Retrying, retry_if_result, stop_after_delay, wait_random_exponential
 
-from coordinator.db.engine import now_ms, skip_commit_flush
+from coordinator.db.engine import autocommit, now_ms
 from coordinator.db.models import LockRow
 from coordinator.errors import LockUnavailable
 from coordinator.locks.base import HeldLock, Lease
@@ -25,7 +24,10 @@ _MAX_WAIT = 0.05
 
 
 class LockTable:
-    """LockBackend over the `locks` table of the metadata database (PostgreSQL, SQLite, MariaDB)."""
+    """LockBackend over the `locks` table of the metadata database (PostgreSQL, SQLite, MariaDB).
+
+    Give it the bookkeeping engine (db.engine.bookkeeping_engine): its writes need no WAL flush wait.
+    """
 
     def __init__(self, engine: Engine, lease_seconds: float) -> None:
         self._engine = engine
@@ -72,22 +74,25 @@ class LockTable:
     def try_acquire(self, lock_id: str, owner: str) -> Lease | None:
         """One attempt: the lease, or None when someone else holds a live lease."""
         params = {"lock_id": lock_id, "owner": owner, "lease": self._lease_ms}
-        with self._engine.begin() as conn:
-            skip_commit_flush(conn)
-            taken = conn.execute(self._take_over, params)
-            if self._returning:
-                epoch = taken.scalar()
-                if epoch is not None:
-                    return Lease(lock_id, owner, int(epoch))
-            elif taken.rowcount == 1:
-                epoch = conn.execute(select(LockRow.epoch).where(LockRow.lock_id == lock_id)).scalar_one()
-                return Lease(lock_id, owner, int(epoch))
+        if self._returning:
+            with autocommit(self._engine) as conn:
+                epoch = conn.execute(self._take_over, params).scalar()
+        else:
+            with self._engine.begin() as conn:
+                taken = conn.execute(self._take_over, params).rowcount == 1
+                epoch = (
+                    conn.execute(select(LockRow.epoch).where(LockRow.lock_id == lock_id)).scalar_one()
+                    if taken
+                    else None
+                )
+        if epoch is not None:
+            return Lease(lock_id, owner, int(epoch))
+        with autocommit(self._engine) as conn:
             exists = conn.execute(select(LockRow.lock_id).where(LockRow.lock_id == lock_id)).first()
         if exists is not None:
             return None
         try:
-            with self._engine.begin() as conn:
-                skip_commit_flush(conn)
+            with autocommit(self._engine) as conn:
                 conn.execute(self._create, params)
         except IntegrityError:
             return None  # another acquirer created the row first
@@ -95,22 +100,26 @@ class LockTable:
 
     def acquire(self, lock_id: str, owner: str, timeout_seconds: float) -> Lease:
         """Take the lock, retrying with jittered exponential backoff until the timeout."""
-        deadline = time.monotonic() + timeout_seconds
-        wait = _MIN_WAIT
-        while True:
-            lease = self.try_acquire(lock_id, owner)
-            if lease is not None:
-                return lease
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise LockUnavailable(
-                    f"lock {lock_id} is held by another writer; gave up after {timeout_seconds:g}s",
-                    retry_after_seconds=max(1, round(self._lease_ms / 1000 / 4)),
-                )
-            released = self._condition(lock_id)
+        released = self._condition(lock_id)
+
+        def sleep(seconds: float) -> None:
             with released:
-                released.wait(min(remaining, wait * random.uniform(0.5, 1.0)))
-            wait = min(_MAX_WAIT, wait * 2)
+                released.wait(seconds)
+
+        attempts = Retrying(
+            stop=stop_after_delay(timeout_seconds),
+            wait=wait_random_exponential(multiplier=_MIN_WAIT, max=_MAX_WAIT),
+            retry=retry_if_result(lambda lease: lease is None),
+            sleep=sleep,
+            retry_error_callback=lambda _state: None,
+        )
+        lease: Lease | None = attempts(self.try_acquire, lock_id, owner)
+        if lease is None:
+            raise LockUnavailable(
+                f"lock {lock_id} is held by another writer; gave up after {timeout_seconds:g}s",
+                retry_after_seconds=max(1, round(self._lease_ms / 1000 / 4)),
+            )
+        return lease
 
     def renew(self, lease: Lease) -> bool:
         """Extend the lease from now; False if it was lost."""
@@ -120,15 +129,13 @@ class LockTable:
             "epoch": lease.epoch,
             "lease": self._lease_ms,
         }
-        with self._engine.begin() as conn:
-            skip_commit_flush(conn)
+        with autocommit(self._engine) as conn:
             return bool(conn.execute(self._renew, params).rowcount == 1)
 
     def release(self, lease: Lease) -> None:
         """Clear the owner if the lease is still ours; a fenced holder releases nothing."""
         params = {"lock_id": lease.lock_id, "owner": lease.owner, "epoch": lease.epoch}
-        with self._engine.begin() as conn:
-            skip_commit_flush(conn)
+        with autocommit(self._engine) as conn:
             conn.execute(self._release, params)
         self._notify(lease.lock_id)
 
@@ -149,7 +156,7 @@ class LockTable:
 
     def force_release(self, lock_id: str) -> None:
         """Administrative release: the next acquirer bumps the epoch, fencing the old holder."""
-        with self._engine.begin() as conn:
+        with autocommit(self._engine) as conn:
             conn.execute(self._force_release, {"lock_id": lock_id})
         self._notify(lock_id)
 

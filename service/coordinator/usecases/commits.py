@@ -20,7 +20,7 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import IntegrityError
 
 from coordinator.db import repositories as repo
-from coordinator.db.engine import read_only, skip_commit_flush
+from coordinator.db.engine import autocommit, read_only
 from coordinator.domain.committable import resolve_committable
 from coordinator.domain.conflicts import Conflict, check_base_snapshot, check_conflicts
 from coordinator.domain.manifest_merge import merge_manifests
@@ -71,7 +71,14 @@ class _GroupResult:
     def answer(self) -> None:
         for member in self.committed:
             refs = [SnapshotRef(id=s.id, commit_kind=s.commit_kind.value) for s in member.snapshots]
-            member.succeed(CommitResponse(snapshots=refs, deduplicated=False, timings=member.timings))
+            member.succeed(
+                CommitResponse(
+                    snapshots=refs,
+                    deduplicated=False,
+                    timings=member.timings,
+                    group_size=len(self.committed),
+                )
+            )
         for member, conflict in self.rejected:
             member.fail(CommitConflict(conflict))
         for member, answer in self.answered:
@@ -91,6 +98,7 @@ class Committer:
     def __init__(
         self,
         engine: Engine,
+        bookkeeping: Engine,
         fileio: FileIO,
         tables: Tables,
         locks: LockTable,
@@ -100,6 +108,7 @@ class Committer:
         max_group: int = MAX_GROUP,
     ) -> None:
         self._engine = engine
+        self._bookkeeping = bookkeeping
         self._fileio = fileio
         self._tables = tables
         self._locks = locks
@@ -450,8 +459,7 @@ class Committer:
                 self._locks.release(release)
             return
         now = time.time()
-        with self._engine.begin() as conn:
-            skip_commit_flush(conn)
+        with self._bookkeeping.begin() as conn:
             if result.committed:
                 repo.mark_published(conn, table.id, [s.id for m in result.committed for s in m.snapshots])
                 repo.update_commit_timings(conn, table.id, [(*m.key, m.timings) for m in result.committed])
@@ -479,8 +487,7 @@ class Committer:
     def _publish(self, table: Table, snapshots: Sequence[Snapshot]) -> None:
         """Write snapshot files and the LATEST hint, then mark them published."""
         self._write_snapshot_files(table, snapshots)
-        with self._engine.begin() as conn:
-            skip_commit_flush(conn)
+        with autocommit(self._bookkeeping) as conn:
             repo.mark_published(conn, table.id, [s.id for s in snapshots])
 
     def _write_snapshot_files(self, table: Table, snapshots: Sequence[Snapshot]) -> None:
