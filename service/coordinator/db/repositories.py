@@ -122,13 +122,16 @@ def latest_snapshot_id(conn: Connection, table_id: str) -> int | None:
     return None if value is None else int(value)
 
 
+_ADVANCE_LATEST = (
+    update(TableRow)
+    .where(TableRow.id == bindparam("b_table"), TableRow.latest_snapshot_id == bindparam("b_expected"))
+    .values(latest_snapshot_id=bindparam("b_new"))
+)
+
+
 def advance_latest(conn: Connection, table_id: str, expected: int, new: int) -> bool:
     """Move the table's pointer from `expected` to `new`; False when someone else moved it."""
-    result = conn.execute(
-        update(TableRow)
-        .where(TableRow.id == table_id, TableRow.latest_snapshot_id == expected)
-        .values(latest_snapshot_id=new)
-    )
+    result = conn.execute(_ADVANCE_LATEST, {"b_table": table_id, "b_expected": expected, "b_new": new})
     return bool(result.rowcount == 1)
 
 
@@ -155,12 +158,20 @@ def tables_with_unpublished(conn: Connection) -> list[str]:
     return list(rows)
 
 
-def mark_published(conn: Connection, table_id: str, snapshot_ids: Sequence[int]) -> None:
-    conn.execute(
-        update(SnapshotRow)
-        .where(SnapshotRow.table_id == table_id, SnapshotRow.snapshot_id.in_(list(snapshot_ids)))
-        .values(published=True)
+_MARK_PUBLISHED = (
+    update(SnapshotRow)
+    .where(
+        SnapshotRow.table_id == bindparam("b_table"),
+        SnapshotRow.published.is_(False),
+        SnapshotRow.snapshot_id <= bindparam("b_through"),
     )
+    .values(published=True)
+)
+
+
+def mark_published(conn: Connection, table_id: str, *, through: int) -> None:
+    """Every snapshot up to `through` is on storage: snapshots are published in order, oldest first."""
+    conn.execute(_MARK_PUBLISHED, {"b_table": table_id, "b_through": through})
 
 
 def get_snapshot(conn: Connection, table_id: str, snapshot_id: int) -> StoredSnapshot | None:
@@ -284,24 +295,31 @@ def insert_commits(conn: Connection, table_id: str, commits: Sequence[NewCommit]
     )
 
 
+_UPDATE_TIMINGS = (
+    update(CommitRow)
+    .where(
+        CommitRow.table_id == bindparam("b_table"),
+        CommitRow.commit_user == bindparam("b_user"),
+        CommitRow.identifier == bindparam("b_identifier"),
+        CommitRow.outcome == "committed",
+    )
+    .values(timings=bindparam("b_timings"))
+)
+
+
 def update_commit_timings(
     conn: Connection, table_id: str, timings: Sequence[tuple[str, int, dict[str, float]]]
 ) -> None:
     """Complete the phase timings of committed commits, (commitUser, identifier, timings) each, in one
     executemany (pipelined by psycopg)."""
-    if not timings:
-        return
-    conn.execute(
-        update(CommitRow)
-        .where(
-            CommitRow.table_id == table_id,
-            CommitRow.commit_user == bindparam("b_user"),
-            CommitRow.identifier == bindparam("b_identifier"),
-            CommitRow.outcome == "committed",
+    if timings:
+        conn.execute(
+            _UPDATE_TIMINGS,
+            [
+                {"b_table": table_id, "b_user": u, "b_identifier": i, "b_timings": json.dumps(t)}
+                for u, i, t in timings
+            ],
         )
-        .values(timings=bindparam("b_timings")),
-        [{"b_user": u, "b_identifier": i, "b_timings": json.dumps(t)} for u, i, t in timings],
-    )
 
 
 def list_commits(conn: Connection, table_id: str, limit: int) -> list[StoredCommit]:

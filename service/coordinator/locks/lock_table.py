@@ -66,10 +66,11 @@ class LockTable:
         self._released: dict[str, threading.Condition] = {}
         self._guard = threading.Lock()
 
-    @property
-    def fence_statement(self) -> str:
-        """SQL that matches one row only while the lease is ours and alive; run inside the commit point."""
-        return str(self._fence)
+    def still_held(self, conn: Connection, lease: Lease) -> bool:
+        """In the caller's transaction: whether the lease is ours and alive. The row stays locked until
+        that transaction ends, so no one can take the lock over before it commits."""
+        params = {"lock_id": lease.lock_id, "owner": lease.owner, "epoch": lease.epoch}
+        return bool(conn.execute(self._fence, params).rowcount == 1)
 
     def try_acquire(self, lock_id: str, owner: str) -> Lease | None:
         """One attempt: the lease, or None when someone else holds a live lease."""

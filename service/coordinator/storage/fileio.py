@@ -3,6 +3,8 @@
 `write_new` is the only way snapshot files are written: it never overwrites, so a published snapshot is
 immutable. On local disk it is atomic (hard link of a fully written temp file); on object stores it is
 a check-then-write, which is safe because only the lock holder that passed the commit point writes.
+Manifests take the cheaper `write_unique`: their names are fresh and nothing references them until
+the commit point, so no reader can see one half written.
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ class FileIO(Protocol):
 
     def write_new(self, path: str, data: bytes) -> None:
         """Create `path` with `data`; raise FileExistsError if it exists."""
+        ...
+
+    def write_unique(self, path: str, data: bytes) -> None:
+        """Create a file under a fresh unique name that nothing references yet: no atomic publication
+        and no existence check, since no reader can look for it before its writer is done."""
         ...
 
     def overwrite(self, path: str, data: bytes) -> None: ...
@@ -55,6 +62,15 @@ class LocalFileIO:
             os.link(tmp, path)  # fails with FileExistsError instead of replacing, unlike rename
         finally:
             os.unlink(tmp)
+
+    def write_unique(self, path: str, data: bytes) -> None:
+        try:
+            f = open(path, "xb")  # exclusive all the same: a name clash must never overwrite
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            f = open(path, "xb")
+        with f:
+            f.write(data)
 
     def overwrite(self, path: str, data: bytes) -> None:
         directory = os.path.dirname(path)
@@ -98,6 +114,9 @@ class ArrowFileIO:
     def write_new(self, path: str, data: bytes) -> None:
         if self.exists(path):
             raise FileExistsError(path)
+        self.overwrite(path, data)
+
+    def write_unique(self, path: str, data: bytes) -> None:
         self.overwrite(path, data)
 
     def overwrite(self, path: str, data: bytes) -> None:

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from coordinator.db import repositories as repo
@@ -408,7 +408,7 @@ class Committer:
         snapshots = [s for member in committed for s in member.snapshots]
         with self._engine.begin() as conn:
             self._check_fence(conn, lease)
-            if not repo.advance_latest(conn, table.id, previous_id, snapshots[-1].id):
+            if snapshots and not repo.advance_latest(conn, table.id, previous_id, snapshots[-1].id):
                 raise Conflict(
                     "LATEST_SNAPSHOT_MOVED",
                     "another commit moved the table while this one held the lock",
@@ -436,11 +436,7 @@ class Committer:
 
     def _check_fence(self, conn: Connection, lease: Lease) -> None:
         """Raise when our lease expired or was taken over: a zombie holder must not commit."""
-        matched = conn.execute(
-            text(self._locks.fence_statement),
-            {"lock_id": lease.lock_id, "owner": lease.owner, "epoch": lease.epoch},
-        ).rowcount
-        if matched != 1:
+        if not self._locks.still_held(conn, lease):
             raise Conflict(
                 "LOCK_LOST",
                 f"the lease on {lease.lock_id} (epoch {lease.epoch}) ran out before the commit point",
@@ -460,9 +456,10 @@ class Committer:
             return
         now = time.time()
         with self._bookkeeping.begin() as conn:
-            if result.committed:
-                repo.mark_published(conn, table.id, [s.id for m in result.committed for s in m.snapshots])
-                repo.update_commit_timings(conn, table.id, [(*m.key, m.timings) for m in result.committed])
+            published = [s.id for m in result.committed for s in m.snapshots]
+            if published:
+                repo.mark_published(conn, table.id, through=published[-1])
+            repo.update_commit_timings(conn, table.id, [(*m.key, m.timings) for m in result.committed])
             repo.insert_commits(
                 conn,
                 table.id,
@@ -488,7 +485,7 @@ class Committer:
         """Write snapshot files and the LATEST hint, then mark them published."""
         self._write_snapshot_files(table, snapshots)
         with autocommit(self._bookkeeping) as conn:
-            repo.mark_published(conn, table.id, [s.id for s in snapshots])
+            repo.mark_published(conn, table.id, through=snapshots[-1].id)
 
     def _write_snapshot_files(self, table: Table, snapshots: Sequence[Snapshot]) -> None:
         """snapshot-N create-if-absent (never overwritten), then the LATEST hint."""

@@ -64,7 +64,7 @@ class ManifestStore:
 
     def _write_one(self, entries: list[ManifestEntry], data: bytes) -> ManifestFileMeta:
         name = self._next_name("manifest")
-        self._fileio.write_new(self._layout.manifest(name), data)
+        self._fileio.write_unique(self._layout.manifest(name), data)
         self.written.append(name)
         self._entries[name] = entries
         return manifest_file_meta(
@@ -79,7 +79,7 @@ class ManifestStore:
         """Write a manifest list; returns its name and size."""
         name = self._next_name("manifest-list")
         data = encode_manifest_list(metas)
-        self._fileio.write_new(self._layout.manifest(name), data)
+        self._fileio.write_unique(self._layout.manifest(name), data)
         self.written.append(name)
         return name, len(data)
 
