@@ -54,10 +54,13 @@ class PendingCommit:
         self.mark = now
         return now
 
-    def shared_phase(self, name: str, milliseconds: float) -> None:
-        """A phase the whole group went through once (reconcile, commit point, publish)."""
-        self.timings[name] = round(self.timings.get(name, 0.0) + milliseconds, 3)
-        self.mark = time.perf_counter()
+    def shared_phase(self, name: str, started: float, ended: float) -> None:
+        """A phase the whole group went through once (reconcile, commit point, publish); the time since
+        our own last phase went to the members before us and counts as groupWait."""
+        if started > self.mark:
+            self.phase("groupWait", started)
+        self.timings[name] = round(self.timings.get(name, 0.0) + (ended - started) * 1000, 3)
+        self.mark = ended
 
     def succeed(self, response: CommitResponse) -> None:
         self._response = response

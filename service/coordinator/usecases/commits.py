@@ -547,9 +547,9 @@ def _group_context(conn: Connection, table: Table, group: Sequence[PendingCommit
 
 
 def _shared_phase(members: Sequence[PendingCommit], name: str, started: float) -> None:
-    milliseconds = (time.perf_counter() - started) * 1000
+    ended = time.perf_counter()
     for member in members:
-        member.shared_phase(name, milliseconds)
+        member.shared_phase(name, started, ended)
 
 
 def _recorded_answer(stored: repo.StoredCommit) -> CommitResponse | CommitConflict:
