@@ -29,6 +29,7 @@ from bench.data import (
     contention_ids,
     partition_of,
     rows,
+    warm_up_parquet,
     writer_partition,
 )
 from bench.procs import launch_together
@@ -218,6 +219,7 @@ def writer(job: dict[str, Any], ready: Queue[int], start: Event, out: Queue[dict
         records = []
         with new_client(job["url"]) as client:
             client.get("/health")  # connect before the start signal
+            warm_up_parquet()
             ready.put(k)
             announced = True
             start.wait()

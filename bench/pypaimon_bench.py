@@ -27,6 +27,7 @@ from bench.data import (
     contention_ids,
     partition_of,
     rows,
+    warm_up_parquet,
     writer_partition,
 )
 from bench.procs import launch_together
@@ -131,6 +132,7 @@ def writer(job: dict[str, Any], ready: Queue[int], start: Event, out: Queue[dict
         write, commit = builder.new_write(), builder.new_commit()
         batches = [arrow(rows(writer_partition(k), contention_ids(k, j, n).start)) for j in range(1, n + 1)]
         records, failures = [], []
+        warm_up_parquet()
         ready.put(k)
         announced = True
         start.wait()
