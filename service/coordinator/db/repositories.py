@@ -112,11 +112,6 @@ def group_context(
     return GroupContext(int(rows[0]["latest"]), bool(rows[0]["unpublished"]), committed, by_key)
 
 
-def get_commit(conn: Connection, commit_id: int) -> StoredCommit:
-    row = conn.execute(select(CommitRow.__table__).where(CommitRow.id == commit_id)).mappings().one()
-    return _commit(row)
-
-
 def latest_snapshot_id(conn: Connection, table_id: str) -> int | None:
     value = conn.execute(select(TableRow.latest_snapshot_id).where(TableRow.id == table_id)).scalar()
     return None if value is None else int(value)

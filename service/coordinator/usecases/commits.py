@@ -1,9 +1,12 @@
-"""Committing a ManifestCommittable: lock -> reconcile -> plan -> check -> write -> commit point -> publish.
+"""Committing ManifestCommittables: queue -> lock -> reconcile -> plan -> check -> write -> commit point
+-> publish.
 
+Commits to one table that arrive while its lock is held wait in this process's queue and are decided
+together by the next lock hold (group commit, see commit_queue), one snapshot each, in arrival order.
 The commit point is one database transaction that checks our lock epoch is still live, moves the
-table's latest-snapshot pointer from N-1 to N and records the outcome. Only after it does snapshot-N
-appear on storage (create-if-absent, never overwritten); a crash in between is rolled forward by the
-next commit's reconcile, which also adopts snapshots that writers outside the coordinator published.
+table's latest-snapshot pointer from N to N+k and records the outcomes. Only after it do the snapshot
+files appear on storage (create-if-absent, never overwritten); a crash in between is rolled forward by
+the next commit's reconcile, which also adopts snapshots that writers outside the coordinator published.
 """
 
 from __future__ import annotations
