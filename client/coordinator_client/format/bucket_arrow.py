@@ -80,15 +80,16 @@ def encode_rows_columns(columns: Sequence[pa.Array], types: Sequence[DataType]) 
     header = ((arity + 63 + 8) // 64) * 8
     fixed_size = header + 8 * arity
     # Variable parts (values over 7 bytes, padded to words), per field, in field order.
+    valids = [_valid(a) for a in arrays]
     var_lengths = np.zeros(n, dtype=np.int64)
     payloads: list[_VarField | None] = []
-    for array, t in zip(arrays, types, strict=True):
+    for array, t, valid in zip(arrays, types, valids, strict=True):
         if not _columnar(t):
             raise ValueError(f"no column-wise BinaryRow encoding for {t}")
         if t.is_string or t.is_binary:
             data, offsets = _binary_buffers(array)
             lengths = offsets[1:] - offsets[:-1]
-            out_of_line = (lengths > _MAX_INLINE) & _valid(array)
+            out_of_line = (lengths > _MAX_INLINE) & valid
             cursor = fixed_size + var_lengths
             var_lengths = var_lengths + np.where(out_of_line, (lengths + 7) & ~7, 0)
             payloads.append((data, offsets, cursor, out_of_line))
@@ -99,16 +100,15 @@ def encode_rows_columns(columns: Sequence[pa.Array], types: Sequence[DataType]) 
     if n:
         np.cumsum(lengths_all[:-1], out=starts[1:])
     buffer = np.zeros(int(lengths_all.sum()), dtype=np.uint8)
-    for i, (array, t) in enumerate(zip(arrays, types, strict=True)):
+    for i, (array, t, valid) in enumerate(zip(arrays, types, valids, strict=True)):
         slot = starts + header + 8 * i
-        valid = _valid(array)
         null_rows = ~valid
         if null_rows.any():
             bit = i + 8  # byte 0 of the header is the RowKind
             buffer[starts[null_rows] + bit // 8] |= np.uint8(1 << (bit % 8))
         spec = payloads[i]
         if spec is None:
-            _put_fixed(buffer, slot[valid], _fixed_bytes(array, t)[valid])
+            _put_fixed(buffer, slot[valid], _fixed_bytes(array, t, valid)[valid])
         else:
             _put_var(buffer, starts, slot, valid, spec)
     return buffer, starts, lengths_all
@@ -120,14 +120,14 @@ def _valid(array: pa.Array) -> npt.NDArray[np.bool_]:
     return np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _fixed_bytes(array: pa.Array, t: DataType) -> U8:
+def _fixed_bytes(array: pa.Array, t: DataType, valid: npt.NDArray[np.bool_]) -> U8:
     """Each row's value as its slot's leading bytes, shape (n, width); nulls give zeros."""
     if t.is_decimal:
         decimal = array.cast(pa.decimal128(t.decimal_precision, t.decimal_scale))
         raw = np.frombuffer(decimal.buffers()[1], dtype="<i8")
         # decimal128 is two little-endian words; a compact decimal's unscaled value fits the low one.
         low = raw[2 * decimal.offset : 2 * (decimal.offset + len(decimal)) : 2]
-        values = np.where(_valid(decimal), low, 0).astype("<i8")
+        values = np.where(valid, low, 0).astype("<i8")
     else:
         dtype, arrow_type = _FIXED[t.root]
         values = array.cast(arrow_type).fill_null(0).to_numpy(zero_copy_only=False).astype(dtype)

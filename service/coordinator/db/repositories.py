@@ -6,7 +6,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, tuple_, update
+from sqlalchemy import Connection, RowMapping, and_, bindparam, delete, insert, or_, select, tuple_, update
+from sqlalchemy.sql.expression import Executable
 
 from coordinator.db.models import CommitRow, SnapshotRow, TableRow
 
@@ -37,7 +38,7 @@ class StoredCommit:
 
 
 def get_table(conn: Connection, table_id: str) -> TableRow | None:
-    row = conn.execute(select(TableRow.__table__).where(TableRow.id == table_id)).mappings().first()
+    row = _first(conn, select(TableRow.__table__).where(TableRow.id == table_id))
     return TableRow(**row) if row is not None else None
 
 
@@ -170,14 +171,11 @@ def mark_published(conn: Connection, table_id: str, *, through: int) -> None:
 
 
 def get_snapshot(conn: Connection, table_id: str, snapshot_id: int) -> StoredSnapshot | None:
-    row = (
-        conn.execute(
-            select(SnapshotRow.__table__).where(
-                SnapshotRow.table_id == table_id, SnapshotRow.snapshot_id == snapshot_id
-            )
-        )
-        .mappings()
-        .first()
+    row = _first(
+        conn,
+        select(SnapshotRow.__table__).where(
+            SnapshotRow.table_id == table_id, SnapshotRow.snapshot_id == snapshot_id
+        ),
     )
     return _snapshot(row) if row is not None else None
 
@@ -188,6 +186,11 @@ def list_snapshots(conn: Connection, table_id: str, limit: int, before: int | No
         query = query.where(SnapshotRow.snapshot_id < before)
     rows = conn.execute(query.order_by(SnapshotRow.snapshot_id.desc()).limit(limit)).mappings()
     return [_snapshot(r) for r in rows]
+
+
+def _first(conn: Connection, query: Executable) -> RowMapping | None:
+    """The first row of a query as a mapping, or None."""
+    return conn.execute(query).mappings().first()
 
 
 def _snapshot(row: object) -> StoredSnapshot:
@@ -206,17 +209,14 @@ def _snapshot(row: object) -> StoredSnapshot:
 
 
 def find_committed(conn: Connection, table_id: str, commit_user: str, identifier: int) -> StoredCommit | None:
-    row = (
-        conn.execute(
-            select(CommitRow.__table__).where(
-                CommitRow.table_id == table_id,
-                CommitRow.commit_user == commit_user,
-                CommitRow.identifier == identifier,
-                CommitRow.outcome == "committed",
-            )
-        )
-        .mappings()
-        .first()
+    row = _first(
+        conn,
+        select(CommitRow.__table__).where(
+            CommitRow.table_id == table_id,
+            CommitRow.commit_user == commit_user,
+            CommitRow.identifier == identifier,
+            CommitRow.outcome == "committed",
+        ),
     )
     return _commit(row) if row is not None else None
 
@@ -224,32 +224,24 @@ def find_committed(conn: Connection, table_id: str, commit_user: str, identifier
 def find_latest_attempt(
     conn: Connection, table_id: str, commit_user: str, identifier: int
 ) -> StoredCommit | None:
-    row = (
-        conn.execute(
-            select(CommitRow.__table__)
-            .where(
-                CommitRow.table_id == table_id,
-                CommitRow.commit_user == commit_user,
-                CommitRow.identifier == identifier,
-            )
-            .order_by(CommitRow.id.desc())
-            .limit(1)
+    row = _first(
+        conn,
+        select(CommitRow.__table__)
+        .where(
+            CommitRow.table_id == table_id,
+            CommitRow.commit_user == commit_user,
+            CommitRow.identifier == identifier,
         )
-        .mappings()
-        .first()
+        .order_by(CommitRow.id.desc())
+        .limit(1),
     )
     return _commit(row) if row is not None else None
 
 
 def find_by_idempotency_key(conn: Connection, table_id: str, key: str) -> StoredCommit | None:
-    row = (
-        conn.execute(
-            select(CommitRow.__table__).where(
-                CommitRow.table_id == table_id, CommitRow.idempotency_key == key
-            )
-        )
-        .mappings()
-        .first()
+    row = _first(
+        conn,
+        select(CommitRow.__table__).where(CommitRow.table_id == table_id, CommitRow.idempotency_key == key),
     )
     return _commit(row) if row is not None else None
 

@@ -53,11 +53,7 @@ class LocalFileIO:
         return Path(path).read_bytes()
 
     def write_new(self, path: str, data: bytes) -> None:
-        directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
-        tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "xb") as f:
-            f.write(data)
+        tmp = _written_beside(path, data)
         try:
             os.link(tmp, path)  # fails with FileExistsError instead of replacing, unlike rename
         finally:
@@ -73,12 +69,7 @@ class LocalFileIO:
             f.write(data)
 
     def overwrite(self, path: str, data: bytes) -> None:
-        directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
-        tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "xb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        os.replace(_written_beside(path, data), path)
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
@@ -99,6 +90,16 @@ class LocalFileIO:
         import shutil
 
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def _written_beside(path: str, data: bytes) -> str:
+    """A fully written hidden temp file in `path`'s folder (created if missing), to be moved into place."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "xb") as f:
+        f.write(data)
+    return tmp
 
 
 class ArrowFileIO:

@@ -419,23 +419,7 @@ class Committer:
                 )
             repo.insert_snapshots(conn, table.id, [_snapshot_row(s) for s in snapshots])
             now = time.time()
-            repo.insert_commits(
-                conn,
-                table.id,
-                [
-                    repo.NewCommit(
-                        commit_user=member.request.commit_user,
-                        identifier=member.request.identifier,
-                        outcome="committed",
-                        snapshots=[{"id": s.id, "commitKind": s.commit_kind.value} for s in member.snapshots],
-                        timings=member.timings,
-                        conflict=None,
-                        idempotency_key=member.idempotency_key,
-                        created_at=now,
-                    )
-                    for member in committed
-                ],
-            )
+            repo.insert_commits(conn, table.id, [_history(member, now) for member in committed])
 
     def _check_fence(self, conn: Connection, lease: Lease) -> None:
         """Raise when our lease expired or was taken over: a zombie holder must not commit."""
@@ -463,24 +447,7 @@ class Committer:
             if published:
                 repo.mark_published(conn, table.id, through=published[-1])
             repo.update_commit_timings(conn, table.id, [(*m.key, m.timings) for m in result.committed])
-            repo.insert_commits(
-                conn,
-                table.id,
-                [
-                    repo.NewCommit(
-                        commit_user=member.request.commit_user,
-                        identifier=member.request.identifier,
-                        outcome="rejected",
-                        snapshots=[],
-                        timings=member.timings,
-                        conflict=conflict.model_dump(mode="json", by_alias=True),
-                        # A retryable rejection is not a terminal answer, so it is not replayed for its key.
-                        idempotency_key=None if conflict.retryable else member.idempotency_key,
-                        created_at=now,
-                    )
-                    for member, conflict in result.rejected
-                ],
-            )
+            repo.insert_commits(conn, table.id, [_history(m, now, c) for m, c in result.rejected])
             if release is not None:
                 self._locks.release_in(conn, release)
 
@@ -553,6 +520,23 @@ def _shared_phase(members: Sequence[PendingCommit], name: str, started: float) -
     ended = time.perf_counter()
     for member in members:
         member.shared_phase(name, started, ended)
+
+
+def _history(member: PendingCommit, now: float, conflict: ConflictModel | None = None) -> repo.NewCommit:
+    """The history row of a decided commit: committed with its snapshots, or rejected with its conflict."""
+    return repo.NewCommit(
+        commit_user=member.request.commit_user,
+        identifier=member.request.identifier,
+        outcome="committed" if conflict is None else "rejected",
+        snapshots=[{"id": s.id, "commitKind": s.commit_kind.value} for s in member.snapshots]
+        if conflict is None
+        else [],
+        timings=member.timings,
+        conflict=None if conflict is None else conflict.model_dump(mode="json", by_alias=True),
+        # A retryable rejection is not a terminal answer, so it is not replayed for its key.
+        idempotency_key=None if conflict is not None and conflict.retryable else member.idempotency_key,
+        created_at=now,
+    )
 
 
 def _recorded_answer(stored: repo.StoredCommit) -> CommitResponse | CommitConflict:
