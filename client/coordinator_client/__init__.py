@@ -11,6 +11,7 @@ from coordinator_client.errors import (
     ServerError,
     ServiceUnavailable,
     TransportError,
+    WriteAborted,
 )
 from coordinator_client.models import (
     CommitHistoryResponse,
@@ -79,4 +80,5 @@ __all__ = [
     "TableResponse",
     "TransportError",
     "WinningSnapshot",
+    "WriteAborted",
 ]

@@ -9,7 +9,8 @@
     │   ├── Conflict              409: `conflict` (ConflictModel) of a commit conflict, `type`, `retryable`
     │   ├── ServiceUnavailable    503: the service did nothing (table lock busy); `retry_after` seconds
     │   └── ServerError           any other 5xx
-    └── CommitStateUnknown        a commit's outcome could not be determined even after asking the service
+    ├── CommitStateUnknown        a commit's outcome could not be determined even after asking the service
+    └── WriteAborted              a Spark write or compaction did not commit; its files were deleted
 
 Other statuses (e.g. 401, 405) raise a plain ApiError. Invalid request *models* are rejected before
 anything is sent, with pydantic's ValidationError.
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import email.utils
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import httpx
 from pydantic import ValidationError
@@ -36,6 +37,7 @@ __all__ = [
     "ServerError",
     "ServiceUnavailable",
     "TransportError",
+    "WriteAborted",
     "api_error",
 ]
 
@@ -154,6 +156,19 @@ class CommitStateUnknown(CoordinatorClientError):
         self.idempotency_key = idempotency_key
         self.cause = cause
         self.__cause__ = cause
+
+
+class WriteAborted(CoordinatorClientError):
+    """A Spark write or compaction did not commit; `__cause__` says why (a Conflict, a task failure...).
+
+    `deleted_files` counts the data files the job wrote and then deleted. `kept_files` are left in place
+    only when the commit's outcome is unknown (the commit may still name them); otherwise it is empty.
+    """
+
+    def __init__(self, message: str, *, deleted_files: int, kept_files: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.deleted_files = deleted_files
+        self.kept_files = list(kept_files)
 
 
 def parse_retry_after(value: str | None) -> float | None:

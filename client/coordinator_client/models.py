@@ -253,6 +253,30 @@ class LiveFileModel(_Model):
     min_sequence_number: int
     max_sequence_number: int
     delete_row_count: int | None = None
+    key_stats: KeyStatsModel | None = None
+    schema_id: int = 0
+    extra_files: list[str] = Field(default_factory=list)
+    creation_time: int | None = None
+    file_source: Literal[0, 1] | None = None
+
+    def to_data_file(self) -> DataFileModel:
+        """This file as a commit names it, e.g. in ``compactBefore`` or ``deletedFiles``."""
+        return DataFileModel(
+            file_name=self.file_name,
+            file_size=self.file_size,
+            row_count=self.row_count,
+            min_key=self.min_key,
+            max_key=self.max_key,
+            key_stats=self.key_stats,
+            min_sequence_number=self.min_sequence_number,
+            max_sequence_number=self.max_sequence_number,
+            level=self.level,
+            schema_id=self.schema_id,
+            delete_row_count=self.delete_row_count or 0,
+            extra_files=self.extra_files,
+            creation_time=self.creation_time,
+            file_source=self.file_source,
+        )
 
 
 class FileListResponse(_Model):

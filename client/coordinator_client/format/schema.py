@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from coordinator_client.format.json_object import load_object
+from coordinator_client.format.partition_path import DEFAULT_PARTITION_NAME
 
 CURRENT_VERSION: Final = 3
 # Paimon 0.7 wrote no "version"; readers then default bucket to 1 and file.format to orc.
@@ -116,6 +117,17 @@ class TableSchema:
         """The ``file.format`` option with Paimon's default (orc before schema version 3, else parquet)."""
         default = "orc" if self.version <= PAIMON_08_VERSION else "parquet"
         return self.options.get("file.format", default).lower()
+
+    @property
+    def max_level(self) -> int:
+        """The top LSM level: ``num-levels`` - 1, where num-levels defaults to the compaction trigger + 1."""
+        trigger = int(self.options.get("num-sorted-run.compaction-trigger", "5"))
+        return max(1, int(self.options.get("num-levels", str(trigger + 1))) - 1)
+
+    @property
+    def default_partition_name(self) -> str:
+        """Directory name of a null partition value (option ``partition.default-name``)."""
+        return self.options.get("partition.default-name", DEFAULT_PARTITION_NAME)
 
     @property
     def trimmed_primary_keys(self) -> tuple[str, ...]:

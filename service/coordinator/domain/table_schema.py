@@ -12,8 +12,6 @@ from coordinator_client.format.schema import TableSchema
 from coordinator_client.format.types import DataType, parse_type
 from coordinator_client.format.values import to_json_value
 
-DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
-
 
 @dataclass(frozen=True)
 class TableShape:
@@ -38,11 +36,6 @@ class TableShape:
             for f in schema.fields
             if f.name in (*keys, *schema.partition_keys)
         }
-        num_levels = int(
-            schema.options.get(
-                "num-levels", str(int(schema.options.get("num-sorted-run.compaction-trigger", "5")) + 1)
-            )
-        )
         return cls(
             schema=schema,
             partition_names=tuple(schema.partition_keys),
@@ -50,8 +43,8 @@ class TableShape:
             key_names=tuple(keys),
             key_types=tuple(types[k].not_null() for k in keys),
             bucket=schema.bucket,
-            max_level=max(1, num_levels - 1),
-            default_partition_name=schema.options.get("partition.default-name", DEFAULT_PARTITION_NAME),
+            max_level=schema.max_level,
+            default_partition_name=schema.default_partition_name,
         )
 
     @property

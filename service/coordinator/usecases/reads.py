@@ -10,11 +10,13 @@ from coordinator.db import repositories as repo
 from coordinator.domain.committable import OverwriteTarget, partition_spec_target
 from coordinator.domain.live_files import merge_entries
 from coordinator.domain.manifest_merge import MergeOptions
+from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest, SnapshotNotFound
 from coordinator.locks.lock_table import LockTable
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.manifests import ManifestStore
 from coordinator.usecases.tables import Table, Tables
+from coordinator_client.format.manifest import SimpleStats
 from coordinator_client.format.partition_path import bucket_dir
 from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import (
@@ -22,6 +24,7 @@ from coordinator_client.models import (
     CommitRecordModel,
     ConflictModel,
     FileListResponse,
+    KeyStatsModel,
     LiveFileModel,
     LockModel,
     SnapshotModel,
@@ -99,6 +102,11 @@ class Reads:
                     min_sequence_number=e.file.min_sequence_number,
                     max_sequence_number=e.file.max_sequence_number,
                     delete_row_count=e.file.delete_row_count,
+                    key_stats=_key_stats(shape, e.file.key_stats),
+                    schema_id=e.file.schema_id,
+                    extra_files=list(e.file.extra_files),
+                    creation_time=e.file.creation_time,
+                    file_source=e.file.file_source,
                 )
             )
         return FileListResponse(snapshot_id=snapshot.id, files=files)
@@ -189,3 +197,14 @@ def _partition_filter(table: Table, partition: str | None) -> OverwriteTarget | 
         return partition_spec_target(spec, table.shape, [])
     except InvalidRequest as e:
         raise InvalidRequest(e.message, field="partition") from None
+
+
+def _key_stats(shape: TableShape, stats: SimpleStats) -> KeyStatsModel | None:
+    """Key statistics as JSON values; append tables (no key) have none."""
+    if not shape.key_types:
+        return None
+    return KeyStatsModel(
+        min_values=shape.key_json(stats.min_values),
+        max_values=shape.key_json(stats.max_values),
+        null_counts=list(stats.null_counts or [None] * len(shape.key_types)),
+    )

@@ -1,0 +1,210 @@
+"""What Spark executors run: bucket routing, data-file writing and per-bucket compaction.
+
+Each task is a small frozen dataclass that Spark pickles into its Python workers and calls through
+`mapInArrow`. Tasks only read and write files under the table; the driver alone talks to the coordinator.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from coordinator_client.format.bucket_arrow import buckets_of_columns
+from coordinator_client.format.values import from_json_value
+from coordinator_client.spark.data_files import RollingFileWriter, WrittenFile, written_files_batch
+from coordinator_client.spark.layout import (
+    INSERT,
+    KEY_PREFIX,
+    SEQUENCE_NUMBER,
+    UPDATE_AFTER,
+    VALUE_KIND,
+    TableLayout,
+)
+
+BUCKET_COLUMN = "__paimon_bucket"
+ORDER_COLUMN = "__paimon_order"
+TASK_COLUMN = "task"
+
+Group = tuple[tuple[object, ...], int]
+"""(partition values, bucket): the unit one RollingFileWriter writes."""
+
+
+def conform(layout: TableLayout, batch: pa.RecordBatch) -> pa.Table:
+    """The table's columns of a Spark batch, cast to the table's Arrow types; absent columns are null."""
+    arrays = []
+    for f in layout.value_schema:
+        index = batch.schema.get_field_index(f.name)
+        if index < 0:
+            array: pa.Array = pa.nulls(batch.num_rows, f.type)
+        else:
+            array = batch.column(index)
+            if array.type != f.type:
+                array = array.cast(f.type)
+        if not f.nullable and array.null_count:
+            raise ValueError(
+                f"column {f.name!r} of {layout.table_id} is NOT NULL, but {array.null_count} row(s) are null"
+            )
+        arrays.append(array)
+    return pa.Table.from_arrays(arrays, schema=layout.value_schema)
+
+
+def buckets(layout: TableLayout, rows: pa.Table) -> pa.Array:
+    """Paimon's bucket of every row (0 for bucket-unaware tables)."""
+    if layout.num_buckets <= 0:
+        return pa.array(np.zeros(rows.num_rows, dtype=np.int32))
+    columns = [rows[k].combine_chunks() for k in layout.bucket_keys]
+    return pa.array(buckets_of_columns(columns, layout.bucket_key_types, layout.num_buckets).astype(np.int32))
+
+
+def groups(layout: TableLayout, rows: pa.Table, bucket: pa.Array) -> Iterator[tuple[Group, pa.Table]]:
+    """The rows of each (partition, bucket), each group in the order its rows came."""
+    names = layout.partition_keys
+    frame = pa.table(
+        {
+            **{f"p{i}": rows[n] for i, n in enumerate(names)},
+            "b": bucket,
+            "i": pa.array(np.arange(rows.num_rows, dtype=np.int64)),
+        }
+    )
+    # use_threads=False keeps each group's row indices in input order, which sequence numbers rely on.
+    grouped = frame.group_by([*(f"p{i}" for i in range(len(names))), "b"], use_threads=False).aggregate(
+        [("i", "list")]
+    )
+    partitions = [grouped[f"p{i}"].to_pylist() for i in range(len(names))]
+    for j in range(grouped.num_rows):
+        values = tuple(p[j] for p in partitions)
+        index = grouped["i_list"][j].values
+        yield (values, grouped["b"][j].as_py()), rows.take(index)
+
+
+def with_system_columns(layout: TableLayout, rows: pa.Table, first_sequence: int, kind: int) -> pa.Table:
+    """Primary-key file rows: `_KEY_*`, `_SEQUENCE_NUMBER` from `first_sequence` on, `_VALUE_KIND`."""
+    n = rows.num_rows
+    arrays = [rows[k] for k in layout.key_names]
+    arrays.append(pa.array(np.arange(first_sequence, first_sequence + n, dtype=np.int64)))
+    arrays.append(pa.array(np.full(n, kind, dtype=np.int8)))
+    return pa.Table.from_arrays([*arrays, *rows.columns], schema=layout.file_schema)
+
+
+@dataclass(frozen=True)
+class RouteTask:
+    """Adds each row's bucket, so Spark can shuffle a primary-key write by (partition, bucket)."""
+
+    layout: TableLayout
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            bucket = buckets(self.layout, conform(self.layout, batch))
+            yield batch.append_column(BUCKET_COLUMN, bucket)
+
+
+@dataclass(frozen=True)
+class WriteTask:
+    """Writes a task's rows as data files and returns their metadata, one JSON string per file.
+
+    Primary-key writes arrive shuffled by (partition, bucket) and sorted by key, then by the row's place
+    in the DataFrame, so one task owns each bucket and numbers its rows from `next_sequence`: rows of one
+    key keep their DataFrame order. Append writes are not shuffled; their sequence numbers are metadata
+    only and the driver assigns them.
+    """
+
+    layout: TableLayout
+    prefix: str
+    kind: int = INSERT
+    next_sequence: Mapping[str, int] | None = None
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        fs, root = self.layout.filesystem()
+        writers: dict[Group, RollingFileWriter] = {}
+        sequence: dict[Group, int] = {}
+        try:
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                rows = conform(self.layout, batch)
+                index = batch.schema.get_field_index(BUCKET_COLUMN)
+                bucket = batch.column(index) if index >= 0 else buckets(self.layout, rows)
+                for group, part in groups(self.layout, rows, bucket):
+                    writer = writers.get(group)
+                    if writer is None:
+                        writer = RollingFileWriter(self.layout, fs, root, group[0], group[1], self.prefix)
+                        writers[group] = writer
+                        sequence[group] = (self.next_sequence or {}).get(writer.directory, 0)
+                    if self.layout.has_primary_key:
+                        part = with_system_columns(self.layout, part, sequence[group], self.kind)
+                        sequence[group] += part.num_rows
+                    writer.write(part)
+            files = [f for w in writers.values() for f in w.close()]
+        except BaseException:
+            for w in writers.values():
+                w.abort()
+            raise
+        yield written_files_batch(files)
+
+
+@dataclass(frozen=True)
+class CompactTask:
+    """Merges all live files of one bucket into sorted files; input rows name the bucket and its files.
+
+    Primary-key buckets keep, per key, the row with the highest sequence number and drop retractions
+    (nothing older can remain below the top level), then go to the top level. Append buckets are
+    concatenated in sequence order into level-0 files, as Paimon's append compaction does.
+    """
+
+    layout: TableLayout
+    prefix: str
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        fs, root = self.layout.filesystem()
+        for batch in batches:
+            for text in batch.column(TASK_COLUMN).to_pylist():
+                spec = json.loads(text)
+                yield written_files_batch(self._compact(fs, root, spec))
+
+    def _compact(self, fs: Any, root: str, spec: Mapping[str, Any]) -> Sequence[WrittenFile]:
+        layout = self.layout
+        tables = []
+        for path in spec["paths"]:
+            with fs.open_input_file(f"{root}/{path}") as f:
+                tables.append(pq.read_table(f).select(layout.file_schema.names).cast(layout.file_schema))
+        rows = pa.concat_tables(tables)
+        if layout.has_primary_key:
+            rows = merge_by_key(layout, rows)
+        values = tuple(
+            from_json_value(spec["partition"][n], layout.types[n], field=n) for n in layout.partition_keys
+        )
+        level = layout.max_level if layout.has_primary_key else 0
+        writer = RollingFileWriter(layout, fs, root, values, spec["bucket"], self.prefix, level=level)
+        try:
+            if rows.num_rows:
+                writer.write(rows)
+            return writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+
+
+def merge_by_key(layout: TableLayout, rows: pa.Table) -> pa.Table:
+    """Per key the row with the highest sequence number, sorted by key; deletes and retractions removed."""
+    keys = [KEY_PREFIX + k for k in layout.key_names]
+    order = pc.sort_indices(rows, sort_keys=[(k, "ascending") for k in [*keys, SEQUENCE_NUMBER]])
+    rows = rows.take(order)
+    n = rows.num_rows
+    if n > 1:
+        # A row survives when the next row has another key: it is the last, hence newest, of its key.
+        differs = None
+        for k in keys:
+            column = rows[k]
+            step = pc.not_equal(column.slice(0, n - 1), column.slice(1))
+            differs = step if differs is None else pc.or_(differs, step)
+        last = pa.concat_arrays([differs.combine_chunks(), pa.array([True])])  # type: ignore[union-attr]
+        rows = rows.filter(last)
+    kinds = rows[VALUE_KIND]
+    return rows.filter(pc.or_(pc.equal(kinds, INSERT), pc.equal(kinds, UPDATE_AFTER)))

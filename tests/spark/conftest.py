@@ -1,0 +1,46 @@
+"""Fixtures of the Spark pipeline tests: one local Spark session for the whole run, a live coordinator.
+
+The session is `local[2, 4]`: two worker threads, and up to four attempts per task, so a test can make a
+task fail once and see Spark retry it (plain `local[2]` gives every task a single attempt).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+from coordinator_client import CoordinatorClient
+from tests.conftest import LiveServer
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2,4]")
+        .appName("coordinator-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def client(live_server: LiveServer) -> Iterator[CoordinatorClient]:
+    with CoordinatorClient(live_server.url, timeout=120) as c:
+        yield c
