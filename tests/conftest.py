@@ -44,7 +44,11 @@ def pg_url() -> Iterator[str]:
 @pytest.fixture(params=["sqlite", "postgres"])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The metadata database of one test: a new SQLite file, or the session's PostgreSQL emptied."""
-    if request.param == "sqlite":
+    return fresh_database(request.param, request, tmp_path)
+
+
+def fresh_database(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if backend == "sqlite":
         url = f"sqlite:///{tmp_path}/coordinator.db"
         upgrade(url)
         return url

@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from coordinator_client import CoordinatorClient
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, fresh_database
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -44,3 +45,10 @@ def spark() -> Iterator[SparkSession]:
 def client(live_server: LiveServer) -> Iterator[CoordinatorClient]:
     with CoordinatorClient(live_server.url, timeout=120) as c:
         yield c
+
+
+@pytest.fixture
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """PostgreSQL only: these tests are about the Spark side, and the service's database behaviour is
+    covered on both backends by the rest of the suite (the examples' test runs on SQLite)."""
+    return fresh_database("postgres", request, tmp_path)

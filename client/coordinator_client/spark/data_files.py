@@ -32,6 +32,7 @@ from coordinator_client.spark.layout import (
     VALUE_KIND,
     TableLayout,
 )
+from coordinator_client.spark.merge import newest_per_key, split_last_key
 
 ROW_GROUP_ROWS = 128 * 1024
 FILE_COLUMN = "file"
@@ -109,11 +110,11 @@ class RollingFileWriter:
         self._pending.append(rows)
         self._pending_rows += rows.num_rows
         if self._pending_rows >= ROW_GROUP_ROWS:
-            self._flush()
+            self._flush(final=False)
 
     def close(self) -> list[WrittenFile]:
         """Finish the last file; returns every file this writer completed."""
-        self._flush()
+        self._flush(final=True)
         if self._open is not None:
             self.done.append(self._finish(self._open))
             self._open = None
@@ -134,12 +135,20 @@ class RollingFileWriter:
                 pass
         self.done.clear()
 
-    def _flush(self) -> None:
+    def _flush(self, *, final: bool) -> None:
         if not self._pending:
             return
         rows = pa.concat_tables(self._pending).combine_chunks()
         self._pending.clear()
         self._pending_rows = 0
+        if self.layout.has_primary_key:
+            # A file holds each key once (the newest row); the last key may go on in the next rows.
+            if not final:
+                rows, carried = split_last_key(self.layout, rows)
+                self._pending, self._pending_rows = [carried], carried.num_rows
+            rows = newest_per_key(self.layout, rows)
+        if rows.num_rows == 0:
+            return
         if self._open is None:
             self._open = self._start()
         self._open.add(rows)

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from coordinator_client.format.bucket_arrow import buckets_of_columns
@@ -21,12 +20,9 @@ from coordinator_client.format.values import from_json_value
 from coordinator_client.spark.data_files import RollingFileWriter, WrittenFile, written_files_batch
 from coordinator_client.spark.layout import (
     INSERT,
-    KEY_PREFIX,
-    SEQUENCE_NUMBER,
-    UPDATE_AFTER,
-    VALUE_KIND,
     TableLayout,
 )
+from coordinator_client.spark.merge import merge_by_key
 
 BUCKET_COLUMN = "__paimon_bucket"
 ORDER_COLUMN = "__paimon_order"
@@ -189,22 +185,3 @@ class CompactTask:
         except BaseException:
             writer.abort()
             raise
-
-
-def merge_by_key(layout: TableLayout, rows: pa.Table) -> pa.Table:
-    """Per key the row with the highest sequence number, sorted by key; deletes and retractions removed."""
-    keys = [KEY_PREFIX + k for k in layout.key_names]
-    order = pc.sort_indices(rows, sort_keys=[(k, "ascending") for k in [*keys, SEQUENCE_NUMBER]])
-    rows = rows.take(order)
-    n = rows.num_rows
-    if n > 1:
-        # A row survives when the next row has another key: it is the last, hence newest, of its key.
-        differs = None
-        for k in keys:
-            column = rows[k]
-            step = pc.not_equal(column.slice(0, n - 1), column.slice(1))
-            differs = step if differs is None else pc.or_(differs, step)
-        last = pa.concat_arrays([differs.combine_chunks(), pa.array([True])])  # type: ignore[union-attr]
-        rows = rows.filter(last)
-    kinds = rows[VALUE_KIND]
-    return rows.filter(pc.or_(pc.equal(kinds, INSERT), pc.equal(kinds, UPDATE_AFTER)))

@@ -1,0 +1,89 @@
+"""Test support for the Spark tests: input files, expected rows and what a table holds on storage."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from coordinator_client import CoordinatorClient
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+def spark_frame(spark: SparkSession, rows: pa.Table, folder: Path, name: str) -> DataFrame:
+    """`rows` as a Spark DataFrame in the same order (one Parquet file, one split)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.parquet"
+    pq.write_table(rows, path)
+    return spark.read.parquet(str(path))
+
+
+def canonical(rows: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """Rows sorted by `keys`, all fields nullable and without metadata, so two readers compare equal."""
+    schema = pa.schema([pa.field(f.name, f.type) for f in rows.schema])
+    rows = rows.cast(schema).combine_chunks()
+    return rows.take(pc.sort_indices(rows, sort_keys=[(k, "ascending") for k in keys]))
+
+
+def assert_same_rows(actual: pa.Table, expected: pa.Table, keys: Sequence[str], what: str) -> None:
+    actual = canonical(actual.select(expected.column_names), keys)
+    expected = canonical(expected, keys)
+    assert actual.num_rows == expected.num_rows, (
+        f"{what}: {actual.num_rows} rows, expected {expected.num_rows}"
+    )
+    if not actual.equals(expected):
+        for name in expected.column_names:
+            if not actual[name].equals(expected[name]):
+                diff = pc.not_equal(actual[name], expected[name])
+                first = pc.index(diff, True).as_py()
+                raise AssertionError(
+                    f"{what}: column {name} differs first at row {first}: "
+                    f"{actual.slice(first, 1).to_pylist()} != {expected.slice(first, 1).to_pylist()}"
+                )
+        raise AssertionError(f"{what}: rows differ")
+
+
+def pypaimon_table(warehouse: Path, table_id: str, snapshot_id: int | None = None) -> pa.Table:
+    """Every row pypaimon reads from the table, at a snapshot."""
+    from pypaimon import CatalogFactory
+
+    table = CatalogFactory.create({"warehouse": str(warehouse)}).get_table(table_id)
+    if snapshot_id is not None:
+        table = table.copy({"scan.snapshot-id": str(snapshot_id)})
+    builder = table.new_read_builder()
+    return builder.new_read().to_arrow(builder.new_scan().plan().splits())
+
+
+def data_files_on_storage(location: str) -> set[str]:
+    """Data files under a table folder, relative to it."""
+    root = Path(location)
+    return {str(p.relative_to(root)) for p in root.rglob("data-*") if p.is_file()}
+
+
+def data_files_referenced(client: CoordinatorClient, table_id: str) -> set[str]:
+    """Data files some snapshot of the table references, relative to its folder."""
+    location = client.get_table(table_id).location
+    referenced: set[str] = set()
+    for snapshot in client.list_snapshots(table_id, limit=1000).snapshots:
+        for f in client.live_files(table_id, snapshot.id).files:
+            referenced.add(str(Path(f.path).relative_to(location)))
+    return referenced
+
+
+def create_table(client: CoordinatorClient, table_id: str, fields: dict[str, str], **body: Any) -> str:
+    database, name = table_id.split(".")
+    client.create_table(
+        {
+            "database": database,
+            "name": name,
+            "fields": [{"name": n, "type": t} for n, t in fields.items()],
+            **body,
+        }
+    )
+    return table_id
