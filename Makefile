@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/constraints.txt
 
-.PHONY: serve test lint pytest bench openapi install install-dev clean
+.PHONY: serve test lint pytest bench openapi examples install install-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,13 @@ pytest:
 
 bench: install-dev
 	$(BIN)/python bench/run.py
+
+## The Spark example jobs, against a coordinator that `make serve` started.
+examples: install
+	$(PIP) './client[spark]'
+	$(BIN)/python examples/batch_job.py
+	$(BIN)/python examples/compaction_job.py
+	$(BIN)/python examples/streaming_job.py
 
 openapi: install
 	$(BIN)/coordinator openapi --output openapi/openapi.json

@@ -1,0 +1,58 @@
+"""The three example jobs run as the README says, against the embedded default (SQLite + local folder)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.conftest import LiveServer, fresh_database
+from tests.spark.tables import data_files_on_storage, pypaimon_table
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.fixture
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return fresh_database("sqlite", request, tmp_path)
+
+
+@pytest.fixture
+def examples() -> Iterator[dict[str, ModuleType]]:
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        names = ("batch_job", "streaming_job", "compaction_job")
+        yield {name: importlib.import_module(name) for name in names}
+    finally:
+        sys.path.remove(str(EXAMPLES))
+
+
+def test_batch_streaming_and_compaction_examples(
+    spark: SparkSession,
+    live_server: LiveServer,
+    examples: dict[str, ModuleType],
+    warehouse: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert examples["batch_job"].main(live_server.url) == 100_000 - 1_000
+    assert examples["compaction_job"].main(live_server.url) == 8  # 2 partitions x 4 buckets
+    assert pypaimon_table(warehouse, "sales.orders").num_rows == 99_000
+
+    work = tmp_path / "work"
+    assert examples["streaming_job"].main(live_server.url, work) == 3_000
+    assert examples["streaming_job"].main(live_server.url, work) == 6_000  # resumed from its checkpoint
+    assert sorted(pypaimon_table(warehouse, "sales.events")["id"].to_pylist()) == list(range(6_000))
+
+    printed = capsys.readouterr().out
+    assert "sales.orders now holds 99,000 orders" in printed
+    assert "compacted sales.orders: " in printed
+    assert data_files_on_storage(str(warehouse / "sales.db" / "events"))
