@@ -27,6 +27,8 @@ from bench.data import FULL, PARTITIONS, QUICK, Counts
 from bench.procs import exit_on_sigterm, progress, run_isolated
 from bench.report import breakdown, pypaimon_notes, render, rows_for
 from bench.service import CoordinatorProcess, postgres_database, sqlite_url
+from bench.spark_write import report as spark_report
+from bench.spark_write import run_spark
 
 DATABASES = ("sqlite", "postgres")
 BUSY_LOAD = 1.5
@@ -43,7 +45,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=",".join(DATABASES),
         help="comma-separated, of: sqlite, postgres (default: both)",
     )
+    parser.add_argument(
+        "--spark-rows",
+        type=int,
+        default=None,
+        help="rows of the Spark write benchmark (default 5,000,000; 500,000 with --quick; 0 skips it)",
+    )
     args = parser.parse_args(argv)
+    if args.spark_rows is None:
+        args.spark_rows = 500_000 if args.quick else 5_000_000
     args.databases = [d.strip() for d in args.databases.split(",") if d.strip()]
     unknown = set(args.databases) - set(DATABASES)
     if unknown or not args.databases:
@@ -143,6 +153,12 @@ def report(results: dict[str, Any], counts: Counts) -> str:
             "",
         ]
     parts.append(pypaimon_notes(pypaimon))
+    spark = results.get("spark")
+    if spark is not None:
+        parts += [
+            "",
+            f"Spark write benchmark: FAILED\n{spark['error']}" if "error" in spark else spark_report(spark),
+        ]
     return "\n".join(parts)
 
 
@@ -183,6 +199,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 failed = True
                 results["coordinator"][database] = {"error": traceback.format_exc()}
                 progress(f"coordinator on {database} FAILED")
+        if args.spark_rows:
+            try:
+                results["spark"] = run_spark(Path(tmp) / "spark", args.spark_rows)
+            except Exception:
+                failed = True
+                results["spark"] = {"error": traceback.format_exc()}
+                progress("Spark write benchmark FAILED")
     results["elapsed_s"] = time.perf_counter() - started
     results["load_average_end"] = os.getloadavg()
     text = report(results, counts)

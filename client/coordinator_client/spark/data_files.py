@@ -162,7 +162,8 @@ class RollingFileWriter:
         self.fs.create_dir(directory, recursive=True)
         path = f"{directory}/{name}"
         stream = self.fs.open_output_stream(path)
-        writer = pq.ParquetWriter(stream, self.layout.file_schema, compression="zstd")
+        codec, level = self.layout.compression
+        writer = pq.ParquetWriter(stream, self.layout.file_schema, compression=codec, compression_level=level)
         return _OpenFile(name, path, stream, writer)
 
     def _finish(self, file: _OpenFile) -> WrittenFile:

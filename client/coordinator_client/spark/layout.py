@@ -162,6 +162,14 @@ class TableLayout:
         default = "128 mb" if self.has_primary_key else "256 mb"
         return parse_size(self.schema.options.get("target-file-size", default))
 
+    @property
+    def compression(self) -> tuple[str, int | None]:
+        """Parquet codec and level: `file.compression` (zstd) at `file.compression.zstd-level` (1)."""
+        options = self.schema.options
+        codec = options.get("file.compression", "zstd").lower()
+        level = int(options.get("file.compression.zstd-level", "1")) if codec == "zstd" else None
+        return codec, level
+
     # ---------------------------------------------------------------- arrow schemas
 
     @cached_property
