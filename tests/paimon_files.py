@@ -19,27 +19,10 @@ import pyarrow.parquet as pq
 from coordinator_client.format.binary_row import encode_row
 from coordinator_client.format.bucket import bucket_of
 from coordinator_client.format.partition_path import partition_path
-from coordinator_client.format.types import DataType, parse_type
+from coordinator_client.format.types import parse_type
+from coordinator_client.spark.layout import arrow_type
 
 VALUE_KINDS = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
-_ARROW = {
-    "BOOLEAN": pa.bool_(),
-    "TINYINT": pa.int8(),
-    "SMALLINT": pa.int16(),
-    "INT": pa.int32(),
-    "BIGINT": pa.int64(),
-    "FLOAT": pa.float32(),
-    "DOUBLE": pa.float64(),
-    "STRING": pa.string(),
-    "BYTES": pa.binary(),
-    "DATE": pa.date32(),
-}
-
-
-def arrow_type(t: DataType) -> pa.DataType:
-    if t.root == "DECIMAL":
-        return pa.decimal128(t.precision or 10, t.scale or 0)
-    return _ARROW[t.root]
 
 
 class PaimonTable:
