@@ -16,7 +16,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from coordinator_client.format.bucket_arrow import buckets_of_columns
-from coordinator_client.format.values import from_json_value
 from coordinator_client.spark.data_files import RollingFileWriter, WrittenFile, written_files_batch
 from coordinator_client.spark.layout import (
     INSERT,
@@ -173,9 +172,7 @@ class CompactTask:
         rows = pa.concat_tables(tables)
         if layout.has_primary_key:
             rows = merge_by_key(layout, rows)
-        values = tuple(
-            from_json_value(spec["partition"][n], layout.types[n], field=n) for n in layout.partition_keys
-        )
+        values = layout.partition_values(spec["partition"])
         level = layout.max_level if layout.has_primary_key else 0
         writer = RollingFileWriter(layout, fs, root, values, spec["bucket"], self.prefix, level=level)
         try:
