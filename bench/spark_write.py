@@ -46,7 +46,11 @@ class TimedClient(CoordinatorClient):
 
 
 def run_spark(root: Path, rows: int, repeats: int = 3) -> dict[str, Any]:
+    root.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Spark's Python workers import the client from this checkout, as the driver does (run.py's sys.path).
+    client_dir = str(Path(__file__).resolve().parent.parent / "client")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (client_dir, os.environ.get("PYTHONPATH")) if p)
     from pyspark.sql import SparkSession
 
     from coordinator_client.spark import write
