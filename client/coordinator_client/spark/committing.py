@@ -82,10 +82,15 @@ def messages(
     """Commit messages, one per (partition, bucket), with each file's metadata in `list_name`."""
     by_bucket: dict[str, dict[str, Any]] = {}
     for f in files:
-        message = by_bucket.setdefault(
-            f.directory,
-            {"partition": f.partition, "bucket": f.bucket, list_name: [], **(extra(f) if extra else {})},
-        )
+        message = by_bucket.get(f.directory)
+        if message is None:
+            message = {
+                "partition": f.partition,
+                "bucket": f.bucket,
+                list_name: [],
+                **(extra(f) if extra else {}),
+            }
+            by_bucket[f.directory] = message
         message[list_name].append(f.meta)
     return list(by_bucket.values())
 

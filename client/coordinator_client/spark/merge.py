@@ -24,10 +24,12 @@ def key_ends(layout: TableLayout, rows: pa.Table) -> pa.Array:
     n = rows.num_rows
     if n == 0:
         return pa.array([], pa.bool_())
-    ends: pa.Array = pa.array([False] * (n - 1), pa.bool_())
+    ends: pa.Array | None = None
     for k in layout.key_names:
         column = rows[KEY_PREFIX + k].combine_chunks()
-        ends = pc.or_(ends, pc.not_equal(column.slice(0, n - 1), column.slice(1)))
+        step = pc.not_equal(column.slice(0, n - 1), column.slice(1))
+        ends = step if ends is None else pc.or_(ends, step)
+    assert ends is not None, "a primary-key table has at least one trimmed key field"
     return pa.concat_arrays([ends, pa.array([True])])
 
 

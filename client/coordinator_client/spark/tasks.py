@@ -50,11 +50,17 @@ def conform(layout: TableLayout, batch: pa.RecordBatch) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=layout.value_schema)
 
 
-def buckets(layout: TableLayout, rows: pa.Table) -> pa.Array:
-    """Paimon's bucket of every row (0 for bucket-unaware tables)."""
+def buckets(layout: TableLayout, rows: pa.Table | pa.RecordBatch) -> pa.Array:
+    """Paimon's bucket of every row (0 for bucket-unaware tables); only the bucket-key columns are read."""
     if layout.num_buckets <= 0:
         return pa.array(np.zeros(rows.num_rows, dtype=np.int32))
-    columns = [rows[k].combine_chunks() for k in layout.bucket_keys]
+    columns = []
+    for name in layout.bucket_keys:
+        column = rows.column(name)
+        if isinstance(column, pa.ChunkedArray):
+            column = column.combine_chunks()
+        wanted = layout.value_schema.field(name).type
+        columns.append(column if column.type == wanted else column.cast(wanted))
     return pa.array(buckets_of_columns(columns, layout.bucket_key_types, layout.num_buckets).astype(np.int32))
 
 
@@ -96,7 +102,8 @@ class RouteTask:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            bucket = buckets(self.layout, conform(self.layout, batch))
+            # The writing task casts and checks every column; routing needs the bucket key only.
+            bucket = buckets(self.layout, batch)
             yield batch.append_column(BUCKET_COLUMN, bucket)
 
 
