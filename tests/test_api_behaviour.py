@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 
 from coordinator.app import create_app
 from coordinator.settings import Settings
+from coordinator_client.models import FileListResponse, KeyStatsModel
 from tests.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows
 
 
@@ -129,3 +130,36 @@ def test_snapshots_and_live_files_by_partition(api: TestClient) -> None:
     bad = api.get(f"/tables/{table.id}/files", params={"partition": '{"region": "x"}'})
     assert bad.status_code == 422
     assert bad.json()["field"] == "partition"
+
+
+def test_live_files_carry_what_a_compaction_must_name(api: TestClient) -> None:
+    """A live file turned back into a DataFile (LiveFileModel.to_data_file) repeats what its commit sent,
+    key statistics of a two-field key included, so a compaction can name it in compactBefore."""
+    fields = {"a": "INT NOT NULL", "b": "STRING NOT NULL", "v": "STRING"}
+    table = create_table(api, "db", "kv", fields, primaryKeys=["a", "b"], options={"bucket": "1"})
+    rows = [{"a": 1, "b": "z", "v": "x"}, {"a": 2, "b": "c", "v": "y"}]
+    sent = table.pk_file(rows, first_sequence=0)
+    sent["keyStats"] = {"minValues": [1, "c"], "maxValues": [2, "z"], "nullCounts": [0, 0]}
+    body = {"commitUser": "w", "messages": [table.message(rows[0], newFiles=[sent])]}
+    assert api.post(f"/tables/{table.id}/commits", json=body).status_code == 201
+
+    [live] = FileListResponse.model_validate(api.get(f"/tables/{table.id}/files").json()).files
+    named = live.to_data_file()
+    assert named.key_stats == KeyStatsModel(min_values=[1, "c"], max_values=[2, "z"], null_counts=[0, 0])
+    assert (named.file_name, named.min_key, named.max_key) == (sent["fileName"], [1, "z"], [2, "c"])
+    assert (named.min_sequence_number, named.max_sequence_number, named.file_source) == (0, 1, 0)
+    after = {**table.pk_file(rows, first_sequence=0, level=5), "keyStats": sent["keyStats"]}
+    compaction = {
+        "commitUser": "compactor",
+        "messages": [
+            table.message(
+                rows[0],
+                compactBefore=[named.model_dump(by_alias=True)],
+                compactAfter=[after],
+            )
+        ],
+    }
+    answer = api.post(f"/tables/{table.id}/commits", json=compaction)
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["snapshots"] == [{"id": 2, "commitKind": "COMPACT"}]
+    assert [f["level"] for f in api.get(f"/tables/{table.id}/files").json()["files"]] == [5]
