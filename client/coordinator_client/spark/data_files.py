@@ -138,7 +138,8 @@ class RollingFileWriter:
     def _flush(self, *, final: bool) -> None:
         if not self._pending:
             return
-        rows = pa.concat_tables(self._pending).combine_chunks()
+        # Left chunked: Parquet writes a chunked table as one row group without a copy.
+        rows = pa.concat_tables(self._pending)
         self._pending.clear()
         self._pending_rows = 0
         if self.layout.has_primary_key:

@@ -7,7 +7,7 @@ Each task is a small frozen dataclass that Spark pickles into its Python workers
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +67,10 @@ def buckets(layout: TableLayout, rows: pa.Table | pa.RecordBatch) -> pa.Array:
 def groups(layout: TableLayout, rows: pa.Table, bucket: pa.Array) -> Iterator[tuple[Group, pa.Table]]:
     """The rows of each (partition, bucket), each group in the order its rows came."""
     names = layout.partition_keys
+    if not names and layout.num_buckets <= 0:
+        # One group only (an unpartitioned, bucket-unaware table): no grouping and no copy.
+        yield ((), 0), rows
+        return
     frame = pa.table(
         {
             **{f"p{i}": rows[n] for i, n in enumerate(names)},
@@ -81,8 +85,9 @@ def groups(layout: TableLayout, rows: pa.Table, bucket: pa.Array) -> Iterator[tu
     partitions = [grouped[f"p{i}"].to_pylist() for i in range(len(names))]
     for j in range(grouped.num_rows):
         values = tuple(p[j] for p in partitions)
-        index = grouped["i_list"][j].values
-        yield (values, grouped["b"][j].as_py()), rows.take(index)
+        # A batch of one group (common: Spark batches often hold one partition) is passed on uncopied.
+        part = rows if grouped.num_rows == 1 else rows.take(grouped["i_list"][j].values)
+        yield (values, grouped["b"][j].as_py()), part
 
 
 def with_system_columns(layout: TableLayout, rows: pa.Table, first_sequence: int, kind: int) -> pa.Table:
@@ -94,17 +99,19 @@ def with_system_columns(layout: TableLayout, rows: pa.Table, first_sequence: int
     return pa.Table.from_arrays([*arrays, *rows.columns], schema=layout.file_schema)
 
 
-@dataclass(frozen=True)
-class RouteTask:
-    """Adds each row's bucket, so Spark can shuffle a primary-key write by (partition, bucket)."""
+def bucket_of(layout: TableLayout) -> Callable[[pa.Array], pa.Array]:
+    """Paimon's bucket of each row, as the function of a scalar Arrow UDF over a struct of the bucket key.
 
-    layout: TableLayout
+    A scalar UDF, unlike `mapInArrow`, ships only its argument column to Python and back, so routing a
+    primary-key write costs the key's hand-off, not the whole row's. The writing task casts and checks
+    every column; routing casts the bucket key only. (A plain function: Spark reads the UDF's kind from
+    its type hints, which it cannot resolve on a callable object, and which admit no *args.)
+    """
 
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            # The writing task casts and checks every column; routing needs the bucket key only.
-            bucket = buckets(self.layout, batch)
-            yield batch.append_column(BUCKET_COLUMN, bucket)
+    def bucket(keys: pa.Array) -> pa.Array:
+        return buckets(layout, pa.RecordBatch.from_struct_array(keys))
+
+    return bucket
 
 
 @dataclass(frozen=True)

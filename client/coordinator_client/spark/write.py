@@ -11,7 +11,7 @@ from coordinator_client.models import BATCH_IDENTIFIER, CommitRequest, CommitRes
 from coordinator_client.spark.committing import collect_written, commit_written, messages
 from coordinator_client.spark.data_files import FILE_COLUMN, WrittenFile, file_prefix
 from coordinator_client.spark.layout import DELETE, INSERT, TableLayout
-from coordinator_client.spark.tasks import BUCKET_COLUMN, ORDER_COLUMN, RouteTask, WriteTask
+from coordinator_client.spark.tasks import BUCKET_COLUMN, ORDER_COLUMN, WriteTask, bucket_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -95,12 +95,15 @@ def _plan(df: DataFrame, layout: TableLayout, task: WriteTask) -> DataFrame:
         # Append files need no order and no shuffle: every task writes its rows where they belong.
         return df.mapInArrow(task, f"{FILE_COLUMN} string")
     from pyspark.sql import functions as F
-    from pyspark.sql.types import IntegerType, StructField, StructType
+    from pyspark.sql.pandas.functions import arrow_udf
+    from pyspark.sql.types import IntegerType
 
     # Primary-key rows: one task per bucket, sorted by key and, within a key, by DataFrame order.
-    ordered = df.withColumn(ORDER_COLUMN, F.monotonically_increasing_id())
-    routed_schema = StructType([*ordered.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), False)])
-    routed = ordered.mapInArrow(RouteTask(layout), routed_schema)
+    # pyspark's stubs want functionType, which at run time warns in favour of the type hints we give.
+    bucket = arrow_udf(bucket_of(layout), IntegerType())  # type: ignore[call-overload]
+    routed = df.withColumn(ORDER_COLUMN, F.monotonically_increasing_id()).withColumn(
+        BUCKET_COLUMN, bucket(F.struct(*layout.bucket_keys))
+    )
     by_bucket = [*layout.partition_keys, BUCKET_COLUMN]
     shuffled = routed.repartition(*by_bucket).sortWithinPartitions(
         *by_bucket, *layout.key_names, ORDER_COLUMN
