@@ -1,12 +1,14 @@
 """Spark write benchmark: 5,000,000 rows through the coordinator vs Spark's plain `df.write.parquet`.
 
 Every write of ours is paired with the plain write that produces the same layout from the same rows:
-an unpartitioned append table against `df.write.parquet`, tables partitioned by `dt` against
-`df.write.partitionBy("dt").parquet` (which must group rows by partition just as our writer does). A
-third reference, the Arrow hand-off, is a `mapInArrow` that only counts the rows: what any Python
-writer pays Spark to see the rows, before it writes a byte. All run in one Spark session (`local[2]`),
-in turn, `repeats` times after one warm-up of each; medians are reported. The commit's share is the
-time spent in `client.commit` over the whole `write()`.
+an unpartitioned append table against `df.write.parquet`, the append table partitioned by `dt` against
+`df.write.partitionBy("dt").parquet` (which must group rows by partition just as our writer does). The
+primary-key table is compared with the partitioned plain write, and also with a plain write that does
+the same shuffle and sort (by partition and 4 hash groups, sorted by key), which isolates our own cost
+from that of clustering rows by key. The Arrow hand-off is a `mapInArrow` that only counts the rows:
+what any Python writer pays Spark to see the rows, before it writes a byte. All run in one Spark
+session (`local[2]`), in turn, `repeats` times after one warm-up of each; medians are reported. The
+commit's share is the time spent in `client.commit` over the whole `write()`.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ class TimedClient(CoordinatorClient):
             self.commit_seconds.append(time.perf_counter() - started)
 
 
-PLAIN = ("plain", "plain_partitioned", "arrow_handoff")
+PLAIN = ("plain", "plain_partitioned", "plain_clustered", "arrow_handoff")
 OURS: dict[str, tuple[dict[str, Any], str]] = {
     # name: (table body, the plain write it is compared with)
     "append": ({}, "plain"),
@@ -101,8 +103,11 @@ def run_spark(root: Path, rows: int, repeats: int = 5) -> dict[str, Any]:
         if name == "arrow_handoff":
             frame(n).mapInArrow(count_rows, "rows long").collect()
         else:
-            writer = frame(n).write.mode("overwrite")
-            if name == "plain_partitioned":
+            rows = frame(n)
+            if name == "plain_clustered":
+                rows = rows.repartition(4, "dt", "id").sortWithinPartitions("dt", "id")
+            writer = rows.write.mode("overwrite")
+            if name != "plain":
                 writer = writer.partitionBy("dt")
             writer.parquet(str(path))
         elapsed = time.perf_counter() - started
@@ -164,4 +169,10 @@ def report(result: Mapping[str, Any]) -> str:
             f"{'plain' if baseline == 'plain' else 'partitioned':<11} commit {commit * 1000:6.1f} ms "
             f"({commit / total:.1%})"
         )
+    clustered = medians["plain_clustered"]
+    key_write = statistics.median(t for t, _ in result["primary_key"])
+    lines.append(
+        f"  plain write shuffled and sorted like it      {clustered:7.2f} s  "
+        f"(primary key / this: {key_write / clustered:4.2f}x)"
+    )
     return "\n".join(lines)
