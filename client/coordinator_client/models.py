@@ -7,7 +7,7 @@ schema; the service turns them into canonical BinaryRow bytes.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from pydantic.alias_generators import to_camel
@@ -204,14 +204,22 @@ class CommitOutcomeResponse(_Model):
 
 
 class CommitRecordModel(_Model):
+    """A commit attempt, or a maintenance action (outcome "done"; commitUser is who asked for it)."""
+
     id: int
     commit_user: str
     identifier: int
-    outcome: Literal["committed", "rejected"]
+    outcome: Literal["committed", "rejected", "done"]
     snapshots: list[SnapshotRef]
     timings: dict[str, float]
     conflict: ConflictModel | None = None
     created_at: float = Field(description="epoch seconds")
+    action: str = Field(
+        default="commit",
+        description="commit, expire, rollback, create-tag, delete-tag, set-consumer, delete-consumer, "
+        "clean-orphans or set-options",
+    )
+    details: dict[str, Any] | None = Field(default=None, description="what a maintenance action changed")
 
 
 class CommitHistoryResponse(_Model):
@@ -300,3 +308,94 @@ class HealthResponse(_Model):
     status: Literal["ok"]
     database: str
     warehouse: str
+
+
+# ---------------------------------------------------------------- maintenance
+
+NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}$"
+"""Tag names and consumer ids: they become file names (tag-<name>, consumer-<id>)."""
+
+
+class SetOptionsRequest(_Request):
+    """PATCH /tables/{id}/options: options to set and option keys to remove (a new schema version)."""
+
+    set: dict[str, str] = Field(default_factory=dict)
+    remove: list[str] = Field(default_factory=list)
+
+
+class DeletedFiles(_Model):
+    """What a maintenance action removed from storage."""
+
+    snapshots: int = 0
+    data_files: int = 0
+    changelog_files: int = 0
+    manifests: int = 0
+
+
+class ExpireResponse(_Model):
+    expired_snapshots: int
+    batches: int = Field(description="lock holds it took; each expires at most snapshot.expire.limit")
+    earliest_snapshot_id: int | None
+    latest_snapshot_id: int | None
+    expired_consumers: list[str] = Field(default_factory=list)
+    deleted: DeletedFiles
+
+
+class CreateTagRequest(_Request):
+    name: str = Field(pattern=NAME_PATTERN)
+    snapshot_id: int | None = Field(default=None, ge=1, description="the latest snapshot when absent")
+
+
+class TagModel(_Model):
+    name: str
+    snapshot_id: int
+    schema_id: int
+    commit_time: int = Field(description="the tagged snapshot's timeMillis")
+    record_count: int | None
+
+
+class TagListResponse(_Model):
+    tags: list[TagModel]
+
+
+class DeleteTagResponse(_Model):
+    name: str
+    deleted: DeletedFiles
+
+
+class RollbackRequest(_Request):
+    """Exactly one of snapshotId and tag."""
+
+    snapshot_id: int | None = Field(default=None, ge=1)
+    tag: str | None = Field(default=None, pattern=NAME_PATTERN)
+
+
+class RollbackResponse(_Model):
+    latest_snapshot_id: int
+    removed_snapshots: list[int]
+    removed_tags: list[str]
+    deleted: DeletedFiles
+
+
+class SetConsumerRequest(_Request):
+    next_snapshot_id: int = Field(ge=1)
+
+
+class ConsumerModel(_Model):
+    consumer_id: str
+    next_snapshot_id: int
+    modified_at: float = Field(description="epoch seconds of the last update; idle consumers expire")
+
+
+class ConsumerListResponse(_Model):
+    consumers: list[ConsumerModel]
+
+
+class CleanOrphansRequest(_Request):
+    older_than_seconds: float = Field(default=86_400.0, ge=0)
+    dry_run: bool = False
+
+
+class CleanOrphansResponse(_Model):
+    dry_run: bool
+    files: list[str] = Field(description="paths relative to the table folder, deleted (or, dry, to delete)")

@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from coordinator.api import commits, ops, snapshots, tables
+from coordinator.api import commits, maintenance, ops, snapshots, tables
 from coordinator.api.body_limit import BodyLimit
 from coordinator.api.errors import install
 from coordinator.services import Services
@@ -37,6 +37,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install(app)
 
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
-    for router in (tables.router, commits.router, snapshots.router, ops.router):
+    for router in (tables.router, commits.router, snapshots.router, maintenance.router, ops.router):
         app.include_router(router)
     return app

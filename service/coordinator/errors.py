@@ -52,6 +52,21 @@ class SnapshotNotFound(CoordinatorError):
     code = "SNAPSHOT_NOT_FOUND"
 
 
+class TagNotFound(CoordinatorError):
+    status_code = 404
+    code = "TAG_NOT_FOUND"
+
+
+class ConsumerNotFound(CoordinatorError):
+    status_code = 404
+    code = "CONSUMER_NOT_FOUND"
+
+
+class TagAlreadyExists(CoordinatorError):
+    status_code = 409
+    code = "TAG_ALREADY_EXISTS"
+
+
 class TableAlreadyExists(CoordinatorError):
     status_code = 409
     code = "TABLE_ALREADY_EXISTS"

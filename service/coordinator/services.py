@@ -13,6 +13,7 @@ from coordinator.locks.lock_table import LockTable
 from coordinator.settings import Settings
 from coordinator.storage.fileio import open_warehouse
 from coordinator.usecases.commits import Committer
+from coordinator.usecases.maintenance import Maintenance
 from coordinator.usecases.reads import Reads
 from coordinator.usecases.tables import Tables
 
@@ -27,6 +28,7 @@ class Services:
     tables: Tables
     committer: Committer
     reads: Reads
+    maintenance: Maintenance
     locks: LockTable
     warehouse_root: str
 
@@ -52,8 +54,18 @@ class Services:
         for table_id in committer.recover():
             log.warning("published snapshots of %s that a crash left unpublished", table_id)
         reads = Reads(engine, fileio, tables, locks)
-        return cls(settings, engine, bookkeeping, tables, committer, reads, locks, root)
+        maintenance = Maintenance(
+            engine,
+            fileio,
+            tables,
+            locks,
+            committer,
+            lease_seconds=settings.lock_lease_seconds,
+            acquire_timeout_seconds=settings.lock_acquire_timeout_seconds,
+        )
+        return cls(settings, engine, bookkeeping, tables, committer, reads, maintenance, locks, root)
 
     def close(self) -> None:
+        self.maintenance.close()
         self.engine.dispose()
         self.bookkeeping.dispose()

@@ -69,6 +69,10 @@ class CommitRow(Base):
     conflict: Mapped[str | None] = mapped_column(Text, nullable=True)
     idempotency_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
     created_at: Mapped[float] = mapped_column(Float)
+    action: Mapped[str] = mapped_column(String(32), server_default="commit")
+    """'commit', or the maintenance action the row records (outcome 'done'): expire, rollback, ..."""
+    details: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """A maintenance action's JSON record: what it changed and deleted."""
 
     __table_args__ = (
         # A (commitUser, identifier) is committed at most once per table: the database refuses a second.

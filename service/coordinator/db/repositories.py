@@ -32,6 +32,8 @@ class StoredCommit:
     timings: dict[str, float]
     conflict: dict[str, object] | None
     created_at: float
+    action: str = "commit"
+    details: dict[str, object] | None = None
 
 
 # ---------------------------------------------------------------- tables
@@ -118,11 +120,22 @@ def latest_snapshot_id(conn: Connection, table_id: str) -> int | None:
     return None if value is None else int(value)
 
 
+def update_schema(conn: Connection, table_id: str, schema_id: int, schema_json: str) -> None:
+    conn.execute(
+        update(TableRow).where(TableRow.id == table_id).values(schema_id=schema_id, schema_json=schema_json)
+    )
+
+
 _ADVANCE_LATEST = (
     update(TableRow)
     .where(TableRow.id == bindparam("b_table"), TableRow.latest_snapshot_id == bindparam("b_expected"))
     .values(latest_snapshot_id=bindparam("b_new"))
 )
+
+
+def set_latest(conn: Connection, table_id: str, snapshot_id: int) -> None:
+    """Point the table at `snapshot_id` whatever it pointed at: a rollback, under the lock."""
+    conn.execute(update(TableRow).where(TableRow.id == table_id).values(latest_snapshot_id=snapshot_id))
 
 
 def advance_latest(conn: Connection, table_id: str, expected: int, new: int) -> bool:
@@ -136,6 +149,18 @@ def advance_latest(conn: Connection, table_id: str, expected: int, new: int) -> 
 
 def insert_snapshots(conn: Connection, table_id: str, rows: Sequence[dict[str, object]]) -> None:
     conn.execute(insert(SnapshotRow), [{"table_id": table_id, **r} for r in rows])
+
+
+def delete_snapshots(
+    conn: Connection, table_id: str, *, below: int | None = None, above: int | None = None
+) -> None:
+    """Forget expired (`below`) or rolled-back (`above`) snapshots."""
+    query = delete(SnapshotRow).where(SnapshotRow.table_id == table_id)
+    if below is not None:
+        query = query.where(SnapshotRow.snapshot_id < below)
+    if above is not None:
+        query = query.where(SnapshotRow.snapshot_id > above)
+    conn.execute(query)
 
 
 def unpublished_snapshots(conn: Connection, table_id: str) -> list[StoredSnapshot]:
@@ -231,6 +256,7 @@ def find_latest_attempt(
             CommitRow.table_id == table_id,
             CommitRow.commit_user == commit_user,
             CommitRow.identifier == identifier,
+            CommitRow.action == "commit",
         )
         .order_by(CommitRow.id.desc())
         .limit(1),
@@ -294,6 +320,28 @@ _UPDATE_TIMINGS = (
 )
 
 
+def insert_maintenance(
+    conn: Connection, table_id: str, *, actor: str, action: str, details: dict[str, object], now: float
+) -> None:
+    """A maintenance action in the history, beside the commits: who, when, what it changed."""
+    conn.execute(
+        insert(CommitRow),
+        {
+            "table_id": table_id,
+            "commit_user": actor,
+            "identifier": 0,
+            "outcome": "done",
+            "snapshots": "[]",
+            "timings": "{}",
+            "conflict": None,
+            "idempotency_key": None,
+            "created_at": now,
+            "action": action,
+            "details": json.dumps(details),
+        },
+    )
+
+
 def update_commit_timings(
     conn: Connection, table_id: str, timings: Sequence[tuple[str, int, dict[str, float]]]
 ) -> None:
@@ -330,4 +378,6 @@ def _commit(row: object) -> StoredCommit:
         timings=json.loads(r["timings"]),
         conflict=json.loads(r["conflict"]) if r["conflict"] else None,
         created_at=float(r["created_at"]),
+        action=r["action"],
+        details=json.loads(r["details"]) if r["details"] else None,
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -44,6 +45,17 @@ class FileIO(Protocol):
         ...
 
     def delete_tree(self, directory: str) -> None: ...
+
+    def walk(self, directory: str) -> list[StoredFile]:
+        """Every file under `directory`, recursively, with its modification time; [] when absent."""
+        ...
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    path: str
+    modified_seconds: float
+    """Modification time, epoch seconds: orphan cleanup spares files younger than its threshold."""
 
 
 class LocalFileIO:
@@ -90,6 +102,17 @@ class LocalFileIO:
         import shutil
 
         shutil.rmtree(directory, ignore_errors=True)
+
+    def walk(self, directory: str) -> list[StoredFile]:
+        out = []
+        for folder, _, names in os.walk(directory):
+            for name in names:
+                path = os.path.join(folder, name)
+                try:
+                    out.append(StoredFile(path, os.stat(path).st_mtime))
+                except FileNotFoundError:
+                    continue  # deleted while we looked
+        return out
 
 
 def _written_beside(path: str, data: bytes) -> str:
@@ -144,6 +167,14 @@ class ArrowFileIO:
             self._fs.delete_dir(directory)
         except FileNotFoundError:
             pass
+
+    def walk(self, directory: str) -> list[StoredFile]:
+        infos = self._fs.get_file_info(pafs.FileSelector(directory, recursive=True, allow_not_found=True))
+        return [
+            StoredFile(i.path, i.mtime.timestamp() if i.mtime is not None else 0.0)
+            for i in infos
+            if i.type == pafs.FileType.File
+        ]
 
 
 def open_warehouse(uri: str) -> tuple[FileIO, str]:

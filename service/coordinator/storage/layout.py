@@ -21,6 +21,20 @@ class TableLayout:
     def manifest_dir(self) -> str:
         return f"{self.root}/manifest"
 
+    @property
+    def tag_dir(self) -> str:
+        return f"{self.root}/tag"
+
+    @property
+    def consumer_dir(self) -> str:
+        return f"{self.root}/consumer"
+
+    def tag(self, name: str) -> str:
+        return f"{self.root}/tag/tag-{name}"
+
+    def consumer(self, consumer_id: str) -> str:
+        return f"{self.root}/consumer/consumer-{consumer_id}"
+
     def schema(self, schema_id: int) -> str:
         return f"{self.root}/schema/schema-{schema_id}"
 

@@ -94,6 +94,11 @@ class CommitQueue:
         with self._changed:
             return len(self._waiting)
 
+    def waiting_requests(self) -> list[CommitRequest]:
+        """The committables waiting for the table lock (a group is taken only once the lock is held)."""
+        with self._changed:
+            return [m.request for m in self._waiting]
+
     def run(
         self, pending: PendingCommit, commit_group: Callable[[TakeGroup], Sequence[PendingCommit]]
     ) -> CommitResponse:

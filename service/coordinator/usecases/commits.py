@@ -205,6 +205,28 @@ class Committer:
         """Commits to this table waiting in this process for the current group to finish."""
         return self._queue(table_id).depth
 
+    def in_flight_file_names(self, table_id: str) -> set[str]:
+        """Names of the files that commits waiting in this process will name: not orphans."""
+        names = set()
+        for request in self._queue(table_id).waiting_requests():
+            for message in request.messages:
+                for files in (
+                    message.new_files,
+                    message.deleted_files,
+                    message.changelog_files,
+                    message.compact_before,
+                    message.compact_after,
+                    message.compact_changelog_files,
+                ):
+                    for f in files:
+                        names.add(f.file_name)
+                        names.update(f.extra_files)
+        return names
+
+    def forget_state(self, table_id: str) -> None:
+        """Drop the in-memory state of a table whose snapshots changed outside a commit (a rollback)."""
+        self._states.invalidate(table_id)
+
     def _commit_group(
         self, table: Table, take: TakeGroup, *, held: Lease | None = None
     ) -> list[PendingCommit]:

@@ -125,6 +125,8 @@ class Reads:
                 timings=c.timings,
                 conflict=ConflictModel.model_validate(c.conflict) if c.conflict else None,
                 created_at=c.created_at,
+                action=c.action,
+                details=c.details,
             )
             for c in stored
         ]

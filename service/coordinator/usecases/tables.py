@@ -71,6 +71,12 @@ class Tables:
             self._cache[table_id] = table
         return table
 
+    def refresh(self, table_id: str) -> Table:
+        """The table as the database has it now (another process may have changed its options)."""
+        with self._lock:
+            self._cache.pop(table_id, None)
+        return self.get(table_id)
+
     def list(self) -> list[tuple[Table, int]]:
         """Every table with its latest snapshot id."""
         with self._engine.connect() as conn:

@@ -1,0 +1,71 @@
+"""What a table's snapshots and tags reference on storage: the sets expiration, rollback, tag deletion and
+orphan cleanup subtract from one another before they delete anything."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from coordinator.domain.live_files import merge_entries
+from coordinator.domain.manifest_merge import MergeOptions
+from coordinator.storage.fileio import FileIO
+from coordinator.usecases.manifests import ManifestStore
+from coordinator.usecases.tables import Table
+from coordinator_client.format.manifest import FileKind, ManifestEntry, ManifestFileMeta
+from coordinator_client.format.partition_path import bucket_dir
+from coordinator_client.format.snapshot import Snapshot
+
+
+class TableFiles:
+    """Reads one table's manifests (each once) and answers with absolute paths."""
+
+    def __init__(self, fileio: FileIO, table: Table) -> None:
+        self._table = table
+        options = MergeOptions.from_table_options(table.shape.schema.options)
+        self._store = ManifestStore(fileio, table.layout, table.shape, options.target_file_size)
+        self._lists: dict[str, list[ManifestFileMeta]] = {}
+
+    def manifest_paths(self, snapshot: Snapshot) -> set[str]:
+        """The snapshot's manifest lists and every manifest in them (data and changelog)."""
+        names = set()
+        for list_name in self._list_names(snapshot):
+            names.add(list_name)
+            names.update(m.file_name for m in self._list(list_name))
+        return {self._table.layout.manifest(n) for n in names}
+
+    def live_paths(self, snapshot: Snapshot) -> set[str]:
+        """The data files a reader of the snapshot reads (with their extra files)."""
+        metas = self._list(snapshot.base_manifest_list) + self._list(snapshot.delta_manifest_list)
+        merged = merge_entries(e for m in metas for e in self._store.read(m))
+        return self._paths(e for e in merged if e.kind == FileKind.ADD)
+
+    def delta_paths(self, snapshot: Snapshot, kind: FileKind) -> set[str]:
+        """The data files the snapshot itself added (ADD) or removed (DELETE)."""
+        return self._paths(e for e in self._delta(snapshot) if e.kind == kind)
+
+    def changelog_paths(self, snapshot: Snapshot) -> set[str]:
+        if not snapshot.changelog_manifest_list:
+            return set()
+        metas = self._list(snapshot.changelog_manifest_list)
+        return self._paths(e for m in metas for e in self._store.read(m))
+
+    def _delta(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        return [e for m in self._list(snapshot.delta_manifest_list) for e in self._store.read(m)]
+
+    def _list_names(self, snapshot: Snapshot) -> list[str]:
+        names = [snapshot.base_manifest_list, snapshot.delta_manifest_list]
+        return names + ([snapshot.changelog_manifest_list] if snapshot.changelog_manifest_list else [])
+
+    def _list(self, name: str) -> list[ManifestFileMeta]:
+        cached = self._lists.get(name)
+        if cached is None:
+            cached = self._lists[name] = self._store.read_list(name)
+        return cached
+
+    def _paths(self, entries: Iterable[ManifestEntry]) -> set[str]:
+        layout, shape = self._table.layout, self._table.shape
+        out = set()
+        for e in entries:
+            directory = layout.data_file(shape.partition_dir(e.partition), bucket_dir(e.bucket), "")
+            out.add(directory + e.file.file_name)
+            out.update(directory + extra for extra in e.file.extra_files)
+        return out
