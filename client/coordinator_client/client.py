@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar, cast
@@ -51,24 +51,39 @@ from coordinator_client.errors import (
     api_error,
 )
 from coordinator_client.models import (
+    CleanOrphansRequest,
+    CleanOrphansResponse,
     CommitHistoryResponse,
     CommitOutcomeResponse,
     CommitRequest,
     CommitResponse,
+    ConsumerListResponse,
+    ConsumerModel,
     CreateTableRequest,
+    CreateTagRequest,
+    DeleteTagResponse,
     ErrorResponse,
+    ExpireResponse,
     FileListResponse,
     HealthResponse,
     LockListResponse,
+    RollbackRequest,
+    RollbackResponse,
+    SetConsumerRequest,
+    SetOptionsRequest,
     SnapshotListResponse,
     SnapshotModel,
     TableListResponse,
     TableResponse,
+    TagListResponse,
+    TagModel,
 )
 
 __all__ = ["AsyncCoordinatorClient", "CoordinatorClient"]
 
 USER_AGENT = "paimon-coordinator-client/0.1.0"
+USER_HEADER = "X-Coordinator-User"
+"""Who asks: the service records it as the commitUser of the maintenance actions in the history."""
 RETRY_AFTER_CAP_SECONDS = 30.0
 """A 503's Retry-After is honoured up to this many seconds."""
 
@@ -117,6 +132,10 @@ def _json_body(model: BaseModel) -> bytes:
 
 
 _JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def _send_json(method: str, path: str, request: BaseModel) -> _Send:
+    return _Send(method, path, body=_json_body(request), headers=_JSON_HEADERS)
 
 
 def _coerce(model: type[_M], value: _M | Mapping[str, Any]) -> _M:
@@ -290,6 +309,54 @@ class _Api:
         send = _Send("GET", _path("tables", table_id, "files"), params=params)
         return (yield from self.call(send, FileListResponse))
 
+    # ------------------------------------------------------------ maintenance
+
+    def set_options(
+        self, table_id: str, options: Mapping[str, str], remove: Sequence[str]
+    ) -> _Flow[TableResponse]:
+        request = SetOptionsRequest(set=dict(options), remove=list(remove))
+        send = _send_json("PATCH", _path("tables", table_id, "options"), request)
+        return (yield from self.call(send, TableResponse))
+
+    def expire(self, table_id: str) -> _Flow[ExpireResponse]:
+        return (yield from self.call(_Send("POST", _path("tables", table_id, "expire")), ExpireResponse))
+
+    def list_tags(self, table_id: str) -> _Flow[TagListResponse]:
+        return (yield from self.call(_Send("GET", _path("tables", table_id, "tags")), TagListResponse))
+
+    def create_tag(self, table_id: str, name: str, snapshot_id: int | None) -> _Flow[TagModel]:
+        request = CreateTagRequest(name=name, snapshot_id=snapshot_id)
+        send = _send_json("POST", _path("tables", table_id, "tags"), request)
+        return (yield from self.call(send, TagModel))
+
+    def delete_tag(self, table_id: str, name: str) -> _Flow[DeleteTagResponse]:
+        send = _Send("DELETE", _path("tables", table_id, "tags", name))
+        return (yield from self.call(send, DeleteTagResponse))
+
+    def rollback(self, table_id: str, snapshot_id: int | None, tag: str | None) -> _Flow[RollbackResponse]:
+        request = RollbackRequest(snapshot_id=snapshot_id, tag=tag)
+        send = _send_json("POST", _path("tables", table_id, "rollback"), request)
+        return (yield from self.call(send, RollbackResponse))
+
+    def list_consumers(self, table_id: str) -> _Flow[ConsumerListResponse]:
+        send = _Send("GET", _path("tables", table_id, "consumers"))
+        return (yield from self.call(send, ConsumerListResponse))
+
+    def set_consumer(self, table_id: str, consumer_id: str, next_snapshot_id: int) -> _Flow[ConsumerModel]:
+        request = SetConsumerRequest(next_snapshot_id=next_snapshot_id)
+        send = _send_json("PUT", _path("tables", table_id, "consumers", consumer_id), request)
+        return (yield from self.call(send, ConsumerModel))
+
+    def delete_consumer(self, table_id: str, consumer_id: str) -> _Flow[None]:
+        yield from self.exchange(_Send("DELETE", _path("tables", table_id, "consumers", consumer_id)))
+
+    def clean_orphans(
+        self, table_id: str, older_than_seconds: float, dry_run: bool
+    ) -> _Flow[CleanOrphansResponse]:
+        request = CleanOrphansRequest(older_than_seconds=older_than_seconds, dry_run=dry_run)
+        send = _send_json("POST", _path("tables", table_id, "orphans", "clean"), request)
+        return (yield from self.call(send, CleanOrphansResponse))
+
     # ------------------------------------------------------------ ops
 
     def locks(self) -> _Flow[LockListResponse]:
@@ -299,8 +366,12 @@ class _Api:
         return (yield from self.call(_Send("GET", _path("health")), HealthResponse))
 
 
-def _headers(extra: Mapping[str, str] | None) -> dict[str, str]:
-    return {"Accept": "application/json", "User-Agent": USER_AGENT, **(extra or {})}
+def _headers(user: str | None, extra: Mapping[str, str] | None) -> dict[str, str]:
+    """The headers of every request; `user` travels on all of them but only maintenance records it."""
+    own = {"Accept": "application/json", "User-Agent": USER_AGENT}
+    if user is not None:
+        own[USER_HEADER] = user
+    return {**own, **(extra or {})}
 
 
 def _request(http: httpx.Client | httpx.AsyncClient, send: _Send) -> httpx.Request:
@@ -315,7 +386,8 @@ class CoordinatorClient:
     """Blocking client of the coordinator's API v1. Thread-safe like the httpx.Client it wraps.
 
     Every method raises the errors of `coordinator_client.errors`; see this module's docstring for what
-    is retried. Use as a context manager, or call close().
+    is retried. `user` names who asks (the X-Coordinator-User header): the history records it for the
+    maintenance actions, otherwise the service records "api". Use as a context manager, or call close().
     """
 
     def __init__(
@@ -326,10 +398,11 @@ class CoordinatorClient:
         transport: httpx.BaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
         max_unavailable_retries: int = 5,
+        user: str | None = None,
     ) -> None:
         self._api = _Api(max_unavailable_retries)
         self._http = httpx.Client(
-            base_url=base_url, timeout=timeout, transport=transport, headers=_headers(headers)
+            base_url=base_url, timeout=timeout, transport=transport, headers=_headers(user, headers)
         )
 
     def _run(self, flow: _Flow[_T]) -> _T:
@@ -431,6 +504,68 @@ class CoordinatorClient:
         """The live data files at `snapshot` (the latest by default), optionally of one partition."""
         return self._run(self._api.live_files(table_id, snapshot, partition))
 
+    # ------------------------------------------------------------ maintenance
+
+    def set_options(
+        self, table_id: str, set: Mapping[str, str] | None = None, remove: Sequence[str] | None = None
+    ) -> TableResponse:
+        """Set and remove table options (e.g. snapshot.num-retained.max) as the next schema version.
+
+        BadRequest when an option cannot change on an existing table (bucket, primary-key...) or a
+        retention option is invalid; `field` names it, e.g. "set.bucket".
+        """
+        return self._run(self._api.set_options(table_id, set or {}, remove or ()))
+
+    def expire(self, table_id: str) -> ExpireResponse:
+        """Expire the snapshots the table's retention options allow now; tags and consumers keep theirs."""
+        return self._run(self._api.expire(table_id))
+
+    def list_tags(self, table_id: str) -> TagListResponse:
+        return self._run(self._api.list_tags(table_id))
+
+    def create_tag(self, table_id: str, name: str, snapshot_id: int | None = None) -> TagModel:
+        """Tag a retained snapshot (the latest by default): its files outlive expiration until the tag goes.
+
+        NotFound when the snapshot is not retained; Conflict when the tag exists.
+        """
+        return self._run(self._api.create_tag(table_id, name, snapshot_id))
+
+    def delete_tag(self, table_id: str, name: str) -> DeleteTagResponse:
+        """Delete a tag, and the files only it kept alive; NotFound when there is no such tag."""
+        return self._run(self._api.delete_tag(table_id, name))
+
+    def rollback(
+        self, table_id: str, *, snapshot_id: int | None = None, tag: str | None = None
+    ) -> RollbackResponse:
+        """Make a retained snapshot or a tag (give exactly one) the latest again.
+
+        Later snapshots and tags are removed with the files only they referenced; there is no undo.
+        """
+        return self._run(self._api.rollback(table_id, snapshot_id, tag))
+
+    def list_consumers(self, table_id: str) -> ConsumerListResponse:
+        return self._run(self._api.list_consumers(table_id))
+
+    def set_consumer(self, table_id: str, consumer_id: str, next_snapshot_id: int) -> ConsumerModel:
+        """Register or move a consumer: expiration keeps `next_snapshot_id` and later for it.
+
+        BadRequest (field nextSnapshotId) when that snapshot is expired or beyond the next one.
+        """
+        return self._run(self._api.set_consumer(table_id, consumer_id, next_snapshot_id))
+
+    def delete_consumer(self, table_id: str, consumer_id: str) -> None:
+        """Forget a consumer, so that expiration no longer waits for it; NotFound when there is none."""
+        self._run(self._api.delete_consumer(table_id, consumer_id))
+
+    def clean_orphans(
+        self, table_id: str, *, older_than_seconds: float = 86_400.0, dry_run: bool = False
+    ) -> CleanOrphansResponse:
+        """Delete the table's files that no retained snapshot or tag references; with `dry_run`, list them.
+
+        Only files older than `older_than_seconds` go: a younger one may belong to a commit on its way.
+        """
+        return self._run(self._api.clean_orphans(table_id, older_than_seconds, dry_run))
+
     # ------------------------------------------------------------ ops
 
     def locks(self) -> LockListResponse:
@@ -451,10 +586,11 @@ class AsyncCoordinatorClient:
         transport: httpx.AsyncBaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
         max_unavailable_retries: int = 5,
+        user: str | None = None,
     ) -> None:
         self._api = _Api(max_unavailable_retries)
         self._http = httpx.AsyncClient(
-            base_url=base_url, timeout=timeout, transport=transport, headers=_headers(headers)
+            base_url=base_url, timeout=timeout, transport=transport, headers=_headers(user, headers)
         )
 
     async def _run(self, flow: _Flow[_T]) -> _T:
@@ -541,6 +677,47 @@ class AsyncCoordinatorClient:
         self, table_id: str, snapshot: int | None = None, partition: Mapping[str, Any] | None = None
     ) -> FileListResponse:
         return await self._run(self._api.live_files(table_id, snapshot, partition))
+
+    # ------------------------------------------------------------ maintenance
+
+    async def set_options(
+        self, table_id: str, set: Mapping[str, str] | None = None, remove: Sequence[str] | None = None
+    ) -> TableResponse:
+        """See CoordinatorClient.set_options."""
+        return await self._run(self._api.set_options(table_id, set or {}, remove or ()))
+
+    async def expire(self, table_id: str) -> ExpireResponse:
+        return await self._run(self._api.expire(table_id))
+
+    async def list_tags(self, table_id: str) -> TagListResponse:
+        return await self._run(self._api.list_tags(table_id))
+
+    async def create_tag(self, table_id: str, name: str, snapshot_id: int | None = None) -> TagModel:
+        return await self._run(self._api.create_tag(table_id, name, snapshot_id))
+
+    async def delete_tag(self, table_id: str, name: str) -> DeleteTagResponse:
+        return await self._run(self._api.delete_tag(table_id, name))
+
+    async def rollback(
+        self, table_id: str, *, snapshot_id: int | None = None, tag: str | None = None
+    ) -> RollbackResponse:
+        """See CoordinatorClient.rollback."""
+        return await self._run(self._api.rollback(table_id, snapshot_id, tag))
+
+    async def list_consumers(self, table_id: str) -> ConsumerListResponse:
+        return await self._run(self._api.list_consumers(table_id))
+
+    async def set_consumer(self, table_id: str, consumer_id: str, next_snapshot_id: int) -> ConsumerModel:
+        return await self._run(self._api.set_consumer(table_id, consumer_id, next_snapshot_id))
+
+    async def delete_consumer(self, table_id: str, consumer_id: str) -> None:
+        await self._run(self._api.delete_consumer(table_id, consumer_id))
+
+    async def clean_orphans(
+        self, table_id: str, *, older_than_seconds: float = 86_400.0, dry_run: bool = False
+    ) -> CleanOrphansResponse:
+        """See CoordinatorClient.clean_orphans."""
+        return await self._run(self._api.clean_orphans(table_id, older_than_seconds, dry_run))
 
     # ------------------------------------------------------------ ops
 

@@ -5,15 +5,16 @@
     ├── ApiError                  the service answered with an ErrorResponse (status_code, code, message,
     │   │                         field, body)
     │   ├── BadRequest            400, 413, 422: the request is invalid; `field` names the culprit
-    │   ├── NotFound              404: no such table, snapshot or commit
+    │   ├── NotFound              404: no such table, snapshot, commit, tag or consumer
     │   ├── Conflict              409: `conflict` (ConflictModel) of a commit conflict, `type`, `retryable`
     │   ├── ServiceUnavailable    503: the service did nothing (table lock busy); `retry_after` seconds
     │   └── ServerError           any other 5xx
     ├── CommitStateUnknown        a commit's outcome could not be determined even after asking the service
     └── WriteAborted              a Spark write or compaction did not commit; its files were deleted
 
-Other statuses (e.g. 401, 405) raise a plain ApiError. Invalid request *models* are rejected before
-anything is sent, with pydantic's ValidationError.
+Within a class, `code` tells the cases apart (e.g. TAG_NOT_FOUND from TABLE_NOT_FOUND, TAG_ALREADY_EXISTS
+from COMMIT_CONFLICT). Other statuses (e.g. 401, 405) raise a plain ApiError. Invalid request *models* are
+rejected before anything is sent, with pydantic's ValidationError.
 """
 
 from __future__ import annotations
@@ -96,11 +97,11 @@ class BadRequest(ApiError):
 
 
 class NotFound(ApiError):
-    """404: the table, snapshot or commit does not exist."""
+    """404: the table, snapshot, commit, tag or consumer does not exist; `code` says which."""
 
 
 class Conflict(ApiError):
-    """409: a commit conflict (with its structured `conflict`) or an already existing table."""
+    """409: a commit conflict (with its structured `conflict`), or an already existing table or tag."""
 
     @property
     def conflict(self) -> ConflictModel | None:

@@ -20,7 +20,9 @@ from coordinator.errors import LockUnavailable
 from coordinator.locks.base import HeldLock, Lease
 
 _MIN_WAIT = 0.002
-_MAX_WAIT = 0.05
+MAX_POLL_SECONDS = 0.05
+"""The longest a waiter in another process sleeps between attempts: a holder that lets go for longer
+than this between two holds is sure to let every such waiter try once."""
 
 
 class LockTable:
@@ -109,7 +111,7 @@ class LockTable:
 
         attempts = Retrying(
             stop=stop_after_delay(timeout_seconds),
-            wait=wait_random_exponential(multiplier=_MIN_WAIT, max=_MAX_WAIT),
+            wait=wait_random_exponential(multiplier=_MIN_WAIT, max=MAX_POLL_SECONDS),
             retry=retry_if_result(lambda lease: lease is None),
             sleep=sleep,
             retry_error_callback=lambda _state: None,

@@ -36,7 +36,7 @@ from coordinator.errors import (
     TagNotFound,
 )
 from coordinator.locks.base import Lease
-from coordinator.locks.lock_table import LockTable
+from coordinator.locks.lock_table import MAX_POLL_SECONDS, LockTable
 from coordinator.locks.renewal import LeaseKeeper
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.commits import Committer
@@ -67,8 +67,12 @@ FIXED_OPTIONS = frozenset(
 )
 """Options that decide where rows and files are: changing them would orphan what is written."""
 
-_NOT_ORPHANS = ("schema", "snapshot", "tag", "consumer", "branch")
-"""Top-level folders of metadata that orphan cleanup never touches."""
+WRITE_ONLY = "write-only"
+"""Paimon's option for tables whose expiration runs elsewhere: commits then never expire snapshots."""
+
+_NOT_ORPHANS = ("schema", "snapshot", "tag", "consumer", "branch", "index", "statistics")
+"""Top-level folders that orphan cleanup never touches: metadata, and index and statistics files, which
+only Paimon's engines write (the coordinator does not read index manifests)."""
 
 
 @dataclass
@@ -120,6 +124,8 @@ class Maintenance:
         spares a commit any storage access when nothing can expire."""
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="expire")
         self._scheduled: set[str] = set()
+        self._running: dict[str, int] = {}
+        """Expirations under way in this process, per table: a commit does not start another."""
         self._guard = threading.Lock()
 
     def close(self) -> None:
@@ -184,6 +190,16 @@ class Maintenance:
         Between batches the lock is free and commits waiting in this process go first.
         """
         table = self._tables.get(table_id)
+        with self._guard:
+            self._running[table_id] = self._running.get(table_id, 0) + 1
+        try:
+            return self._expire_all(table, actor)
+        finally:
+            with self._guard:
+                self._running[table_id] -= 1
+
+    def _expire_all(self, table: Table, actor: str) -> ExpireResponse:
+        table_id = table.id
         deleted, expired, batches, consumers = _Deleted(), 0, 0, []
         while True:
             with self._locked(table) as lease:
@@ -210,8 +226,12 @@ class Maintenance:
         """Expire after a commit when the retention may allow it: in the caller's thread (execution-mode
         sync) or on the background thread (async). A failure is logged: the commit stands."""
         table = self._tables.get(table_id)
+        options = table.shape.schema.options
+        with self._guard:
+            if options.get(WRITE_ONLY, "false").lower() == "true" or self._running.get(table_id):
+                return  # expiration is left to someone else, or already under way here
         try:
-            retention = Retention.of(table.shape.schema.options)
+            retention = Retention.of(options)
         except ValueError:
             return
         if not self._may_expire(table, retention, latest):
@@ -318,10 +338,12 @@ class Maintenance:
         return _Batch(len(expired), deleted, expired_consumers)
 
     def _let_commits_through(self, table_id: str) -> None:
-        """Wait until the commits queued in this process for the table have taken the lock."""
+        """Between two batches: commits queued in this process take the lock first, and waiters in other
+        processes get at least one attempt (they poll at most MAX_POLL_SECONDS apart)."""
         deadline = time.monotonic() + self._acquire_timeout
         while self._committer.queued(table_id) and time.monotonic() < deadline:
             time.sleep(0.001)
+        time.sleep(MAX_POLL_SECONDS * 1.2)
 
     # ------------------------------------------------------------ tags
 

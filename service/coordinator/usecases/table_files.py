@@ -25,11 +25,15 @@ class TableFiles:
         self._lists: dict[str, list[ManifestFileMeta]] = {}
 
     def manifest_paths(self, snapshot: Snapshot) -> set[str]:
-        """The snapshot's manifest lists and every manifest in them (data and changelog)."""
+        """The snapshot's manifest lists, every manifest in them (data and changelog), its index manifest."""
         names = set()
         for list_name in self._list_names(snapshot):
             names.add(list_name)
             names.update(m.file_name for m in self._list(list_name))
+        if snapshot.index_manifest:
+            # Carried forward from tables Paimon wrote with an index; the index files it names live in
+            # index/, which maintenance leaves alone.
+            names.add(snapshot.index_manifest)
         return {self._table.layout.manifest(n) for n in names}
 
     def live_paths(self, snapshot: Snapshot) -> set[str]:

@@ -1,0 +1,170 @@
+"""The `coordinator-client` command (also `python -m coordinator_client`): table maintenance from a shell.
+
+Each subcommand is one CoordinatorClient call; its answer is printed as the API's JSON (camelCase), so the
+output pipes into jq like a curl of the endpoint would. A refused or failed call prints the error on
+stderr and exits 1; a usage error exits 2 (argparse).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from pydantic import BaseModel, ValidationError
+
+from coordinator_client.client import CoordinatorClient
+from coordinator_client.errors import ApiError, CoordinatorClientError
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+
+_Command = Callable[[CoordinatorClient, argparse.Namespace], BaseModel | None]
+
+
+def _option(text: str) -> tuple[str, str]:
+    """KEY=VALUE of --set; the value may itself contain '='."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+# ---------------------------------------------------------------- the commands
+
+
+def _options(client: CoordinatorClient, args: argparse.Namespace) -> BaseModel:
+    return client.set_options(args.table, set=dict(args.set), remove=args.remove)
+
+
+def _expire(client: CoordinatorClient, args: argparse.Namespace) -> BaseModel:
+    return client.expire(args.table)
+
+
+def _tags_list(client: CoordinatorClient, args: argparse.Namespace) -> BaseModel:
+    return client.list_tags(args.table)
+
+
+def _tags_create(client: CoordinatorClient, args: argparse.Namespace) -> BaseModel:
+    return client.create_tag(args.table, args.name, args.snapshot)
+
+
+def _tags_delete(client: CoordinatorClient, args: argparse.Namespace) -> BaseModel:
+    return client.delete_tag(args.table, args.name)
+
+
+def _rollback(client: CoordinatorClient, args: argparse.Namespace) -> BaseModel:
+    return client.rollback(args.table, snapshot_id=args.snapshot, tag=args.tag)
+
+
+def _consumers_list(client: CoordinatorClient, args: argparse.Namespace) -> BaseModel:
+    return client.list_consumers(args.table)
+
+
+def _consumers_set(client: CoordinatorClient, args: argparse.Namespace) -> BaseModel:
+    return client.set_consumer(args.table, args.consumer_id, args.next_snapshot_id)
+
+
+def _consumers_delete(client: CoordinatorClient, args: argparse.Namespace) -> None:
+    client.delete_consumer(args.table, args.consumer_id)
+
+
+def _orphans_clean(client: CoordinatorClient, args: argparse.Namespace) -> BaseModel:
+    return client.clean_orphans(args.table, older_than_seconds=args.older_than, dry_run=args.dry_run)
+
+
+# ---------------------------------------------------------------- the parser
+
+
+def _command(
+    group: argparse._SubParsersAction[argparse.ArgumentParser], name: str, run: _Command, summary: str
+) -> argparse.ArgumentParser:
+    """A subcommand that takes the table id first and runs `run`."""
+    command = group.add_parser(name, help=summary, description=summary)
+    command.add_argument("table", help="table id, database.name")
+    command.set_defaults(run=run)
+    return command
+
+
+def _tags(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    tags = commands.add_parser("tags", help="list, create and delete tags").add_subparsers(
+        dest="tags_command", required=True
+    )
+    _command(tags, "list", _tags_list, "the table's tags")
+    create = _command(tags, "create", _tags_create, "tag a retained snapshot")
+    create.add_argument("name")
+    create.add_argument("--snapshot", type=int, help="the snapshot id to tag (default: the latest)")
+    delete = _command(tags, "delete", _tags_delete, "delete a tag and the files only it kept")
+    delete.add_argument("name")
+
+
+def _consumers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    consumers = commands.add_parser("consumers", help="list, set and delete consumers").add_subparsers(
+        dest="consumers_command", required=True
+    )
+    _command(consumers, "list", _consumers_list, "the table's consumers")
+    set_ = _command(consumers, "set", _consumers_set, "register or move a consumer")
+    set_.add_argument("consumer_id", metavar="ID")
+    set_.add_argument("next_snapshot_id", metavar="NEXT", type=int, help="the next snapshot it will read")
+    delete = _command(consumers, "delete", _consumers_delete, "forget a consumer")
+    delete.add_argument("consumer_id", metavar="ID")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="coordinator-client", description="Table maintenance through the Paimon Commit Coordinator"
+    )
+    top.add_argument(
+        "--url",
+        default=os.environ.get("COORDINATOR_URL", DEFAULT_URL),
+        help=f"the coordinator (COORDINATOR_URL, default {DEFAULT_URL})",
+    )
+    top.add_argument("--user", help="who asks, recorded in the table's history (default: api)")
+    commands = top.add_subparsers(dest="command", required=True)
+
+    options = _command(commands, "options", _options, "set and remove table options")
+    options.add_argument(
+        "--set", type=_option, nargs="+", action="extend", default=[], metavar="KEY=VALUE", help="set options"
+    )
+    options.add_argument(
+        "--remove", nargs="+", action="extend", default=[], metavar="KEY", help="remove options"
+    )
+    _command(commands, "expire", _expire, "expire snapshots as the retention options allow")
+    _tags(commands)
+    rollback = _command(commands, "rollback", _rollback, "make a snapshot or a tag the latest again")
+    target = rollback.add_mutually_exclusive_group(required=True)
+    target.add_argument("--snapshot", type=int, help="a retained snapshot id")
+    target.add_argument("--tag", help="a tag name")
+    _consumers(commands)
+    orphans = commands.add_parser("orphans", help="files no snapshot or tag references").add_subparsers(
+        dest="orphans_command", required=True
+    )
+    clean = _command(orphans, "clean", _orphans_clean, "delete (or list) unreferenced files")
+    clean.add_argument(
+        "--older-than", type=float, default=86_400.0, metavar="SECONDS", help="minimum age (default 1 day)"
+    )
+    clean.add_argument("--dry-run", action="store_true", help="only list the files")
+    return top
+
+
+# ---------------------------------------------------------------- main
+
+
+def _describe(error: CoordinatorClientError | ValidationError) -> str:
+    if isinstance(error, ApiError) and error.field and error.field not in error.message:
+        return f"{error} (field {error.field})"
+    return str(error)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    run: _Command = args.run
+    try:
+        with CoordinatorClient(args.url, user=args.user) as client:
+            answer = run(client, args)
+    except (CoordinatorClientError, ValidationError) as error:
+        print(f"coordinator-client: {_describe(error)}", file=sys.stderr)
+        return 1
+    if answer is not None:
+        sys.stdout.write(answer.model_dump_json(by_alias=True, indent=2) + "\n")
+    return 0
