@@ -226,6 +226,16 @@ TABLE_CASES: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("primary-key table without fixed buckets", {"primaryKeys": ["id"]}, "options.bucket"),
     ("bad bucket", {"options": {"bucket": "many"}}, "options.bucket"),
+    (
+        "retention kept below one snapshot",
+        {"options": {"snapshot.num-retained.min": "0"}},
+        "options.snapshot.num-retained.min",
+    ),
+    (
+        "retention time not a duration",
+        {"options": {"snapshot.time-retained": "forever"}},
+        "options.snapshot.time-retained",
+    ),
     ("name with a path", {"name": "../etc"}, "name"),
     ("database with a dot", {"database": "a.b"}, "database"),
     ("no fields", {"fields": []}, "fields"),

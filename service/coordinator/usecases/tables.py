@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
 from coordinator.db import repositories as repo
+from coordinator.domain.retention import Retention
 from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest, TableAlreadyExists, TableNotFound
 from coordinator.storage.fileio import FileIO
@@ -237,6 +238,11 @@ def build_schema(request: CreateTableRequest, *, now_millis: int) -> TableSchema
                     f"the primary key must include the partition key {key!r}", field="primaryKeys"
                 )
     options = {"file.format": "parquet", **request.options}
+    try:
+        Retention.of(options)
+    except ValueError as error:
+        named = next((k for k in request.options if k in str(error)), None)
+        raise InvalidRequest(str(error), field=f"options.{named}" if named else "options") from None
     if request.primary_keys:
         # Primary-key columns are NOT NULL in Paimon.
         types = [t.not_null() if n in request.primary_keys else t for n, t in zip(names, types, strict=True)]
