@@ -60,6 +60,7 @@ class Services:
             tables,
             locks,
             committer,
+            reads,
             lease_seconds=settings.lock_lease_seconds,
             acquire_timeout_seconds=settings.lock_acquire_timeout_seconds,
         )

@@ -40,6 +40,7 @@ from coordinator.locks.lock_table import MAX_POLL_SECONDS, LockTable
 from coordinator.locks.renewal import LeaseKeeper
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.commits import Committer
+from coordinator.usecases.reads import Reads
 from coordinator.usecases.snapshots_on_storage import find_earliest_snapshot_id
 from coordinator.usecases.table_files import TableFiles
 from coordinator.usecases.tables import Table, Tables, adopted_row
@@ -107,6 +108,7 @@ class Maintenance:
         tables: Tables,
         locks: LockTable,
         committer: Committer,
+        reads: Reads,
         *,
         lease_seconds: float,
         acquire_timeout_seconds: float,
@@ -116,6 +118,7 @@ class Maintenance:
         self._tables = tables
         self._locks = locks
         self._committer = committer
+        self._reads = reads
         self._lease_seconds = lease_seconds
         self._acquire_timeout = acquire_timeout_seconds
         self._instance = f"{os.uname().nodename}-{os.getpid()}"
@@ -635,14 +638,7 @@ class Maintenance:
             )
 
     def _snapshot(self, table: Table, snapshot_id: int) -> Snapshot:
-        with self._engine.connect() as conn:
-            stored = repo.get_snapshot(conn, table.id, snapshot_id)
-        if stored is not None:
-            return Snapshot.from_json(stored.body)
-        path = table.layout.snapshot(snapshot_id)
-        if not self._fileio.exists(path):
-            raise SnapshotNotFound(f"snapshot {snapshot_id} of {table.id} does not exist")
-        return Snapshot.from_json(self._fileio.read(path))
+        return self._reads.snapshot(table.id, snapshot_id)
 
     def _retained_snapshot(self, table: Table, snapshot_id: int | None, *, field: str) -> Snapshot:
         latest = self._tables.latest_snapshot_id(table.id)
