@@ -163,3 +163,24 @@ def test_live_files_carry_what_a_compaction_must_name(api: TestClient) -> None:
     assert answer.status_code == 201, answer.text
     assert answer.json()["snapshots"] == [{"id": 2, "commitKind": "COMPACT"}]
     assert [f["level"] for f in api.get(f"/tables/{table.id}/files").json()["files"]] == [5]
+
+
+def test_a_commit_that_makes_no_snapshot_is_recorded_and_answered(api: TestClient) -> None:
+    """A streaming checkpoint with no data, or an overwrite of an empty partition, makes no snapshot."""
+    body = {
+        "database": "db",
+        "name": "quiet",
+        "fields": [{"name": "dt", "type": "STRING"}, {"name": "id", "type": "BIGINT"}],
+        "partitionKeys": ["dt"],
+    }
+    assert api.post("/tables", json=body).status_code == 201
+    for identifier, extra in enumerate(
+        [{}, {"overwrite": {"mode": "static", "partition": {"dt": "b"}}}, {"overwrite": {"mode": "table"}}]
+    ):
+        request = {"commitUser": "stream", "identifier": identifier, "messages": [], **extra}
+        response = api.post("/tables/db.quiet/commits", json=request)
+        assert response.status_code == 201, response.text
+        assert response.json()["snapshots"] == []
+        outcome = api.get(f"/tables/db.quiet/commits/stream/{identifier}").json()
+        assert outcome["status"] == "committed"
+    assert api.get("/tables/db.quiet").json()["latestSnapshotId"] is None

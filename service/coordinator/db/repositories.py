@@ -148,6 +148,8 @@ def advance_latest(conn: Connection, table_id: str, expected: int, new: int) -> 
 
 
 def insert_snapshots(conn: Connection, table_id: str, rows: Sequence[dict[str, object]]) -> None:
+    if not rows:
+        return  # an empty parameter list would run one INSERT with no values at all
     conn.execute(insert(SnapshotRow), [{"table_id": table_id, **r} for r in rows])
 
 
