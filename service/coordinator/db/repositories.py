@@ -276,7 +276,8 @@ def find_by_idempotency_key(conn: Connection, table_id: str, key: str) -> Stored
 
 @dataclass(frozen=True)
 class NewCommit:
-    """One decided attempt for the history: committed (with snapshots) or rejected (with a conflict)."""
+    """One history row: a decided commit (committed with snapshots, or rejected with a conflict), or a
+    maintenance action (outcome "done", with its details)."""
 
     commit_user: str
     identifier: int
@@ -286,6 +287,8 @@ class NewCommit:
     conflict: dict[str, object] | None
     idempotency_key: str | None
     created_at: float
+    action: str = "commit"
+    details: dict[str, object] | None = None
 
 
 def insert_commits(conn: Connection, table_id: str, commits: Sequence[NewCommit]) -> None:
@@ -304,6 +307,8 @@ def insert_commits(conn: Connection, table_id: str, commits: Sequence[NewCommit]
                 "conflict": json.dumps(c.conflict) if c.conflict is not None else None,
                 "idempotency_key": c.idempotency_key,
                 "created_at": c.created_at,
+                "action": c.action,
+                "details": json.dumps(c.details) if c.details is not None else None,
             }
             for c in commits
         ],
@@ -326,22 +331,8 @@ def insert_maintenance(
     conn: Connection, table_id: str, *, actor: str, action: str, details: dict[str, object], now: float
 ) -> None:
     """A maintenance action in the history, beside the commits: who, when, what it changed."""
-    conn.execute(
-        insert(CommitRow),
-        {
-            "table_id": table_id,
-            "commit_user": actor,
-            "identifier": 0,
-            "outcome": "done",
-            "snapshots": "[]",
-            "timings": "{}",
-            "conflict": None,
-            "idempotency_key": None,
-            "created_at": now,
-            "action": action,
-            "details": json.dumps(details),
-        },
-    )
+    record = NewCommit(actor, 0, "done", [], {}, None, None, now, action=action, details=details)
+    insert_commits(conn, table_id, [record])
 
 
 def update_commit_timings(

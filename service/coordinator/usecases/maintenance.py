@@ -98,6 +98,9 @@ class _Batch:
     snapshots: int
     deleted: _Deleted
     consumers: list[str]
+    maybe_more: bool = False
+    """The batch stopped at snapshot.expire.limit, so another may find more; any other bound (the
+    retained minimum, a consumer, time-retained) holds for the next batch too."""
 
 
 class Maintenance:
@@ -211,9 +214,10 @@ class Maintenance:
             expired += batch.snapshots
             consumers += batch.consumers
             deleted.add(batch.deleted)
-            if batch.snapshots == 0:
+            if batch.snapshots:
+                batches += 1
+            if not batch.maybe_more:
                 break
-            batches += 1
             self._let_commits_through(table_id)
         latest = self._tables.latest_snapshot_id(table_id)
         return ExpireResponse(
@@ -265,7 +269,7 @@ class Maintenance:
             earliest = self._earliest_id(table)
             if earliest is None:
                 return False
-            known = (earliest, self._snapshot(table, earliest).time_millis)
+            known = self._earliest[table.id] = (earliest, self._snapshot(table, earliest).time_millis)
         earliest, earliest_time = known
         count = latest - earliest + 1
         if count <= retention.retained_min:
@@ -338,7 +342,7 @@ class Maintenance:
                 now=time.time(),
             )
         self._earliest[table.id] = (end, kept.time_millis)
-        return _Batch(len(expired), deleted, expired_consumers)
+        return _Batch(len(expired), deleted, expired_consumers, len(expired) == retention.expire_limit)
 
     def _let_commits_through(self, table_id: str) -> None:
         """Between two batches: commits queued in this process take the lock first, and waiters in other
