@@ -21,7 +21,7 @@ from coordinator.services import Services
 from coordinator.settings import Settings
 
 PG_SERVER = os.environ.get("COORDINATOR_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432")
-OWNED_TABLES = ("commits", "snapshots", "locks", "paimon_tables")
+OWNED_TABLES = ("commits", "snapshots", "locks", "paimon_tables", "api_tokens", "audit_log")
 
 
 @pytest.fixture(scope="session")
@@ -99,7 +99,8 @@ class LiveServer:
     """A real uvicorn server on a free loopback port, in a thread of this process."""
 
     def __init__(self, settings: Settings) -> None:
-        config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=0, log_level="warning")
+        self.app = create_app(settings)
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
@@ -116,6 +117,12 @@ class LiveServer:
     def url(self) -> str:
         port = self.server.servers[0].sockets[0].getsockname()[1]
         return f"http://127.0.0.1:{port}"
+
+    @property
+    def services(self) -> Services:
+        """The server's use cases, e.g. to play a second writer of the same instance."""
+        services: Services = self.app.state.services
+        return services
 
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True

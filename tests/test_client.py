@@ -38,10 +38,12 @@ from coordinator_client import (
     CreateTableRequest,
     DataFileModel,
     FieldSpec,
+    Forbidden,
     NotFound,
     ServerError,
     ServiceUnavailable,
     TransportError,
+    Unauthorized,
 )
 
 DT = "2024-01-01"
@@ -377,7 +379,7 @@ async def test_503_gives_up_after_max_unavailable_retries(mode: str) -> None:
 def test_retry_after_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     slept: list[float] = []
     monkeypatch.setattr(time, "sleep", slept.append)
-    network = Network(_busy("3600"), _busy(None), httpx.Response(200, json={"locks": []}))
+    network = Network(_busy("3600"), _busy(None), httpx.Response(200, json={"now": 0, "locks": []}))
     with CoordinatorClient(BASE, transport=httpx.MockTransport(network)) as client:
         assert client.locks().locks == []
     assert slept == [client_module.RETRY_AFTER_CAP_SECONDS, 1.0]  # capped; then backoff without a header
@@ -510,7 +512,9 @@ async def test_errors_map_to_the_tree(mode: str) -> None:
         (_error(409, "COMMIT_CONFLICT", conflict=CONFLICT), Conflict),
         (_error(500, "INTERNAL"), ServerError),
         (httpx.Response(502, text="<html>bad gateway</html>"), ServerError),
-        (_error(401, "UNAUTHORIZED"), ApiError),
+        (_error(401, "UNAUTHENTICATED"), Unauthorized),
+        (_error(403, "FORBIDDEN"), Forbidden),
+        (_error(405, "METHOD_NOT_ALLOWED"), ApiError),
     ]
     for response, expected in cases:
         network = Network(response)

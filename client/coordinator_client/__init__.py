@@ -7,10 +7,12 @@ from coordinator_client.errors import (
     CommitStateUnknown,
     Conflict,
     CoordinatorClientError,
+    Forbidden,
     NotFound,
     ServerError,
     ServiceUnavailable,
     TransportError,
+    Unauthorized,
     WriteAborted,
 )
 from coordinator_client.models import (
@@ -62,6 +64,7 @@ __all__ = [
     "ErrorResponse",
     "FieldSpec",
     "FileListResponse",
+    "Forbidden",
     "HealthResponse",
     "KeyStatsModel",
     "LiveFileModel",
@@ -79,6 +82,7 @@ __all__ = [
     "TableListResponse",
     "TableResponse",
     "TransportError",
+    "Unauthorized",
     "WinningSnapshot",
     "WriteAborted",
 ]

@@ -1,4 +1,5 @@
-"""The `coordinator-client` command (also `python -m coordinator_client`): table maintenance from a shell.
+"""The `coordinator-client` command (also `python -m coordinator_client`): table maintenance and lock
+operations from a shell.
 
 Each subcommand is one CoordinatorClient call; its answer is printed as the API's JSON (camelCase), so the
 output pipes into jq like a curl of the endpoint would. A refused or failed call prints the error on
@@ -73,6 +74,14 @@ def _orphans_clean(client: CoordinatorClient, args: argparse.Namespace) -> BaseM
     return client.clean_orphans(args.table, older_than_seconds=args.older_than, dry_run=args.dry_run)
 
 
+def _locks_list(client: CoordinatorClient, args: argparse.Namespace) -> BaseModel:
+    return client.locks()
+
+
+def _locks_release(client: CoordinatorClient, args: argparse.Namespace) -> BaseModel:
+    return client.release_lock(args.lock_id)
+
+
 # ---------------------------------------------------------------- the parser
 
 
@@ -110,16 +119,35 @@ def _consumers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     delete.add_argument("consumer_id", metavar="ID")
 
 
+def _locks(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    locks = commands.add_parser("locks", help="held locks; force-release a stuck one").add_subparsers(
+        dest="locks_command", required=True
+    )
+    listing = locks.add_parser("list", help="held locks, their owners, epochs, expiry and waiters")
+    listing.set_defaults(run=_locks_list)
+    release = locks.add_parser("release", help="force-release a lock (admin); its holder is fenced")
+    release.add_argument("lock_id", help="e.g. table:db.orders")
+    release.set_defaults(run=_locks_release)
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
-        prog="coordinator-client", description="Table maintenance through the Paimon Commit Coordinator"
+        prog="coordinator-client",
+        description="Table maintenance and lock operations through the Paimon Commit Coordinator",
     )
     top.add_argument(
         "--url",
         default=os.environ.get("COORDINATOR_URL", DEFAULT_URL),
         help=f"the coordinator (COORDINATOR_URL, default {DEFAULT_URL})",
     )
-    top.add_argument("--user", help="who asks, recorded in the table's history (default: api)")
+    top.add_argument(
+        "--token",
+        default=os.environ.get("COORDINATOR_TOKEN"),
+        help="bearer token, for a coordinator with access control (COORDINATOR_TOKEN)",
+    )
+    top.add_argument(
+        "--user", help="without access control: who asks, recorded in the table's history (default: api)"
+    )
     commands = top.add_subparsers(dest="command", required=True)
 
     options = _command(commands, "options", _options, "set and remove table options")
@@ -144,6 +172,7 @@ def parser() -> argparse.ArgumentParser:
         "--older-than", type=float, default=86_400.0, metavar="SECONDS", help="minimum age (default 1 day)"
     )
     clean.add_argument("--dry-run", action="store_true", help="only list the files")
+    _locks(commands)
     return top
 
 
@@ -160,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     run: _Command = args.run
     try:
-        with CoordinatorClient(args.url, user=args.user) as client:
+        with CoordinatorClient(args.url, user=args.user, token=args.token) as client:
             answer = run(client, args)
     except (CoordinatorClientError, ValidationError) as error:
         print(f"coordinator-client: {_describe(error)}", file=sys.stderr)

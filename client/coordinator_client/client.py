@@ -51,12 +51,14 @@ from coordinator_client.errors import (
     api_error,
 )
 from coordinator_client.models import (
+    AuditListResponse,
     CleanOrphansRequest,
     CleanOrphansResponse,
     CommitHistoryResponse,
     CommitOutcomeResponse,
     CommitRequest,
     CommitResponse,
+    CommitsOverviewResponse,
     ConsumerListResponse,
     ConsumerModel,
     CreateTableRequest,
@@ -67,6 +69,8 @@ from coordinator_client.models import (
     FileListResponse,
     HealthResponse,
     LockListResponse,
+    OverviewResponse,
+    ReleaseLockResponse,
     RollbackRequest,
     RollbackResponse,
     SetConsumerRequest,
@@ -362,15 +366,38 @@ class _Api:
     def locks(self) -> _Flow[LockListResponse]:
         return (yield from self.call(_Send("GET", _path("locks")), LockListResponse))
 
+    def release_lock(self, lock_id: str) -> _Flow[ReleaseLockResponse]:
+        return (yield from self.call(_Send("POST", _path("locks", lock_id, "release")), ReleaseLockResponse))
+
+    def recent_commits(self, limit: int, table_id: str | None) -> _Flow[CommitsOverviewResponse]:
+        params: dict[str, str | int] = {"limit": limit} | ({"table": table_id} if table_id else {})
+        return (yield from self.call(_Send("GET", _path("commits"), params=params), CommitsOverviewResponse))
+
+    def audit(self, limit: int) -> _Flow[AuditListResponse]:
+        return (
+            yield from self.call(_Send("GET", _path("audit"), params={"limit": limit}), AuditListResponse)
+        )
+
+    def overview(self, minutes: int) -> _Flow[OverviewResponse]:
+        send = _Send("GET", _path("ops", "overview"), params={"minutes": minutes})
+        return (yield from self.call(send, OverviewResponse))
+
+    def metrics(self) -> _Flow[str]:
+        response = yield from self.exchange(_Send("GET", _path("metrics")))
+        return response.text
+
     def health(self) -> _Flow[HealthResponse]:
         return (yield from self.call(_Send("GET", _path("health")), HealthResponse))
 
 
-def _headers(user: str | None, extra: Mapping[str, str] | None) -> dict[str, str]:
-    """The headers of every request; `user` travels on all of them but only maintenance records it."""
+def _headers(user: str | None, token: str | None, extra: Mapping[str, str] | None) -> dict[str, str]:
+    """The headers of every request. With a token the service knows who asks; without one (a service
+    running without access control) `user` names who asks, and maintenance records it."""
     own = {"Accept": "application/json", "User-Agent": USER_AGENT}
     if user is not None:
         own[USER_HEADER] = user
+    if token is not None:
+        own["Authorization"] = f"Bearer {token}"
     return {**own, **(extra or {})}
 
 
@@ -386,8 +413,10 @@ class CoordinatorClient:
     """Blocking client of the coordinator's API v1. Thread-safe like the httpx.Client it wraps.
 
     Every method raises the errors of `coordinator_client.errors`; see this module's docstring for what
-    is retried. `user` names who asks (the X-Coordinator-User header): the history records it for the
-    maintenance actions, otherwise the service records "api". Use as a context manager, or call close().
+    is retried. `token` is the bearer token a service with access control needs (`coordinator tokens
+    create`); its name is recorded as who did a maintenance action. Without access control, `user` (the
+    X-Coordinator-User header) names who asks, else the service records "api". Use as a context manager,
+    or call close().
     """
 
     def __init__(
@@ -399,10 +428,11 @@ class CoordinatorClient:
         headers: Mapping[str, str] | None = None,
         max_unavailable_retries: int = 5,
         user: str | None = None,
+        token: str | None = None,
     ) -> None:
         self._api = _Api(max_unavailable_retries)
         self._http = httpx.Client(
-            base_url=base_url, timeout=timeout, transport=transport, headers=_headers(user, headers)
+            base_url=base_url, timeout=timeout, transport=transport, headers=_headers(user, token, headers)
         )
 
     def _run(self, flow: _Flow[_T]) -> _T:
@@ -569,7 +599,28 @@ class CoordinatorClient:
     # ------------------------------------------------------------ ops
 
     def locks(self) -> LockListResponse:
+        """Held locks: owner, epoch, acquired and expiry, and the commits waiting behind each."""
         return self._run(self._api.locks())
+
+    def release_lock(self, lock_id: str) -> ReleaseLockResponse:
+        """Force-release a stuck lock (admin); its holder's commit is then rejected. Audited."""
+        return self._run(self._api.release_lock(lock_id))
+
+    def recent_commits(self, limit: int = 100, table_id: str | None = None) -> CommitsOverviewResponse:
+        """Commits in flight (with their phase) and the latest recorded ones, of all tables or one."""
+        return self._run(self._api.recent_commits(limit, table_id))
+
+    def audit(self, limit: int = 100) -> AuditListResponse:
+        """Forced lock releases and token changes, newest first."""
+        return self._run(self._api.audit(limit))
+
+    def overview(self, minutes: int = 30) -> OverviewResponse:
+        """The dashboard's data: tables, commits per minute, latency by phase, latest conflicts."""
+        return self._run(self._api.overview(minutes))
+
+    def metrics(self) -> str:
+        """The Prometheus text exposition."""
+        return self._run(self._api.metrics())
 
     def health(self) -> HealthResponse:
         return self._run(self._api.health())
@@ -587,10 +638,11 @@ class AsyncCoordinatorClient:
         headers: Mapping[str, str] | None = None,
         max_unavailable_retries: int = 5,
         user: str | None = None,
+        token: str | None = None,
     ) -> None:
         self._api = _Api(max_unavailable_retries)
         self._http = httpx.AsyncClient(
-            base_url=base_url, timeout=timeout, transport=transport, headers=_headers(user, headers)
+            base_url=base_url, timeout=timeout, transport=transport, headers=_headers(user, token, headers)
         )
 
     async def _run(self, flow: _Flow[_T]) -> _T:
@@ -723,6 +775,21 @@ class AsyncCoordinatorClient:
 
     async def locks(self) -> LockListResponse:
         return await self._run(self._api.locks())
+
+    async def release_lock(self, lock_id: str) -> ReleaseLockResponse:
+        return await self._run(self._api.release_lock(lock_id))
+
+    async def recent_commits(self, limit: int = 100, table_id: str | None = None) -> CommitsOverviewResponse:
+        return await self._run(self._api.recent_commits(limit, table_id))
+
+    async def audit(self, limit: int = 100) -> AuditListResponse:
+        return await self._run(self._api.audit(limit))
+
+    async def overview(self, minutes: int = 30) -> OverviewResponse:
+        return await self._run(self._api.overview(minutes))
+
+    async def metrics(self) -> str:
+        return await self._run(self._api.metrics())
 
     async def health(self) -> HealthResponse:
         return await self._run(self._api.health())

@@ -5,6 +5,8 @@
     ├── ApiError                  the service answered with an ErrorResponse (status_code, code, message,
     │   │                         field, body)
     │   ├── BadRequest            400, 413, 422: the request is invalid; `field` names the culprit
+    │   ├── Unauthorized          401: no bearer token, or an unknown or revoked one
+    │   ├── Forbidden             403: the token's role or grant does not cover the request
     │   ├── NotFound              404: no such table, snapshot, commit, tag or consumer
     │   ├── Conflict              409: `conflict` (ConflictModel) of a commit conflict, `type`, `retryable`
     │   ├── ServiceUnavailable    503: the service did nothing (table lock busy); `retry_after` seconds
@@ -13,7 +15,7 @@
     └── WriteAborted              a Spark write or compaction did not commit; its files were deleted
 
 Within a class, `code` tells the cases apart (e.g. TAG_NOT_FOUND from TABLE_NOT_FOUND, TAG_ALREADY_EXISTS
-from COMMIT_CONFLICT). Other statuses (e.g. 401, 405) raise a plain ApiError. Invalid request *models* are
+from COMMIT_CONFLICT). Other statuses (e.g. 405) raise a plain ApiError. Invalid request *models* are
 rejected before anything is sent, with pydantic's ValidationError.
 """
 
@@ -94,6 +96,14 @@ class ApiError(CoordinatorClientError):
 
 class BadRequest(ApiError):
     """400, 413 or 422: the service refused the request as invalid; `field` names the offending field."""
+
+
+class Unauthorized(ApiError):
+    """401: the service runs with access control and the request had no valid bearer token."""
+
+
+class Forbidden(ApiError):
+    """403: the token is valid, but its role (reader, writer, admin) or grant does not allow this."""
 
 
 class NotFound(ApiError):
@@ -190,6 +200,8 @@ def parse_retry_after(value: str | None) -> float | None:
 
 _BY_STATUS: dict[int, type[ApiError]] = {
     400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
     404: NotFound,
     409: Conflict,
     413: BadRequest,

@@ -1,4 +1,4 @@
-"""create_app(): the FastAPI application, its lifespan and its body-size guard."""
+"""create_app(): the FastAPI application, its lifespan, its middleware (request ids, body-size guard)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from coordinator.api import commits, maintenance, ops, snapshots, tables
+from coordinator.api import commits, dashboard, maintenance, ops, snapshots, tables
 from coordinator.api.body_limit import BodyLimit
 from coordinator.api.errors import install
+from coordinator.observability.logs import RequestContext
 from coordinator.services import Services
 from coordinator.settings import Settings
 
@@ -37,6 +38,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install(app)
 
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
-    for router in (tables.router, commits.router, snapshots.router, maintenance.router, ops.router):
+    # Outermost, so the access line covers every answer, the body guard's 413 included.
+    app.add_middleware(RequestContext)
+    for router in (
+        tables.router,
+        commits.router,
+        snapshots.router,
+        maintenance.router,
+        ops.router,
+        ops.readers,
+        dashboard.router,
+    ):
         app.include_router(router)
     return app

@@ -1,6 +1,8 @@
 """The one error hierarchy of the service; each error knows its HTTP status and renders as ErrorResponse.
 
 CoordinatorError                 500  (never raised for a known condition)
+├── Unauthenticated              401  no valid bearer token
+├── Forbidden                    403  the token's role or grant does not cover the request
 ├── InvalidRequest               422  names the offending field
 ├── TableNotFound                404
 ├── CommitNotFound               404
@@ -30,6 +32,16 @@ class CoordinatorError(Exception):
     def to_response(self) -> ErrorResponse:
         """The JSON body sent to the client."""
         return ErrorResponse(code=self.code, message=self.message, field=self.field)
+
+
+class Unauthenticated(CoordinatorError):
+    status_code = 401
+    code = "UNAUTHENTICATED"
+
+
+class Forbidden(CoordinatorError):
+    status_code = 403
+    code = "FORBIDDEN"
 
 
 class InvalidRequest(CoordinatorError):

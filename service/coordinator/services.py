@@ -7,13 +7,18 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
+from coordinator.access.audit import AuditLog
+from coordinator.access.tokens import TokenStore
 from coordinator.db.engine import bookkeeping_engine, make_engine
 from coordinator.db.migrate import upgrade
+from coordinator.locks.base import LockBackend
 from coordinator.locks.lock_table import LockTable
+from coordinator.observability.metrics import Metrics
 from coordinator.settings import Settings
 from coordinator.storage.fileio import open_warehouse
 from coordinator.usecases.commits import Committer
 from coordinator.usecases.maintenance import Maintenance
+from coordinator.usecases.operations import Operations
 from coordinator.usecases.reads import Reads
 from coordinator.usecases.tables import Tables
 
@@ -29,18 +34,22 @@ class Services:
     committer: Committer
     reads: Reads
     maintenance: Maintenance
-    locks: LockTable
+    operations: Operations
+    locks: LockBackend
+    tokens: TokenStore
+    metrics: Metrics
     warehouse_root: str
 
     @classmethod
     def start(cls, settings: Settings) -> Services:
-        """Migrate (if asked), open the database and the warehouse."""
+        """Migrate (if asked), open the database, the warehouse and the lock backend."""
         if settings.auto_migrate:
             upgrade(settings.database_url)
         engine = make_engine(settings.database_url)
         bookkeeping = bookkeeping_engine(engine)
         fileio, root = open_warehouse(settings.warehouse)
-        locks = LockTable(bookkeeping, settings.lock_lease_seconds)
+        metrics = Metrics()
+        locks, lease_seconds = lock_backend(settings, bookkeeping)
         tables = Tables(engine, fileio, root)
         committer = Committer(
             engine,
@@ -48,12 +57,13 @@ class Services:
             fileio,
             tables,
             locks,
-            lease_seconds=settings.lock_lease_seconds,
+            lease_seconds=lease_seconds,
             acquire_timeout_seconds=settings.lock_acquire_timeout_seconds,
+            metrics=metrics,
         )
         for table_id in committer.recover():
             log.warning("published snapshots of %s that a crash left unpublished", table_id)
-        reads = Reads(engine, fileio, tables, locks)
+        reads = Reads(engine, fileio, tables)
         maintenance = Maintenance(
             engine,
             fileio,
@@ -61,12 +71,39 @@ class Services:
             locks,
             committer,
             reads,
-            lease_seconds=settings.lock_lease_seconds,
+            lease_seconds=lease_seconds,
             acquire_timeout_seconds=settings.lock_acquire_timeout_seconds,
+            metrics=metrics,
         )
-        return cls(settings, engine, bookkeeping, tables, committer, reads, maintenance, locks, root)
+        operations = Operations(engine, locks, committer, AuditLog(engine), metrics)
+        return cls(
+            settings,
+            engine,
+            bookkeeping,
+            tables,
+            committer,
+            reads,
+            maintenance,
+            operations,
+            locks,
+            TokenStore(engine),
+            metrics,
+            root,
+        )
 
     def close(self) -> None:
         self.maintenance.close()
+        self.locks.close()
         self.engine.dispose()
         self.bookkeeping.dispose()
+
+
+def lock_backend(settings: Settings, bookkeeping: Engine) -> tuple[LockBackend, float]:
+    """The configured lock backend and the lease its holders renew against."""
+    if settings.lock_backend == "hive":
+        from coordinator.locks.hive_metastore import HiveMetastoreLocks
+
+        assert settings.hive_metastore_uri is not None  # Settings checks it
+        lease = settings.hive_lock_timeout_seconds
+        return HiveMetastoreLocks(settings.hive_metastore_uri, lease_seconds=lease), lease
+    return LockTable(bookkeeping, settings.lock_lease_seconds), settings.lock_lease_seconds

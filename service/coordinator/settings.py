@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator
+import ipaddress
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -19,6 +22,18 @@ class Settings(BaseSettings):
     lock_acquire_timeout_seconds: float = Field(default=30.0, ge=0, description="then 503 + Retry-After")
     max_body_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
     auto_migrate: bool = Field(default=True, description="run `alembic upgrade head` at start")
+    require_tokens: bool = Field(default=False, description="every request needs a bearer token")
+    allow_open_bind: bool = Field(
+        default=False, description="serve without tokens on an address other than loopback"
+    )
+    log_format: Literal["json", "text"] = "json"
+    lock_backend: Literal["table", "hive"] = Field(
+        default="table", description="the lock table in the metadata database, or Hive Metastore locks"
+    )
+    hive_metastore_uri: str | None = Field(default=None, description="thrift://host:9083")
+    hive_lock_timeout_seconds: float = Field(
+        default=300.0, gt=0, description="the metastore's hive.txn.timeout: a lock not heartbeated expires"
+    )
 
     @field_validator("database_url")
     @classmethod
@@ -28,3 +43,27 @@ class Settings(BaseSettings):
             if url.startswith(prefix):
                 return "postgresql+psycopg://" + url[len(prefix) :]
         return url
+
+    @model_validator(mode="after")
+    def _hive_needs_a_uri(self) -> Settings:
+        if self.lock_backend == "hive" and not self.hive_metastore_uri:
+            raise ValueError("lock_backend hive needs hive_metastore_uri (thrift://host:9083)")
+        return self
+
+    def unprotected_bind_refused(self) -> str | None:
+        """Why serving as configured would expose the API without access control, or None if it would not."""
+        if self.require_tokens or self.allow_open_bind or _is_loopback(self.host):
+            return None
+        return (
+            f"refusing to serve on {self.host} without access control: set COORDINATOR_REQUIRE_TOKENS=true "
+            "(and create tokens with `coordinator tokens create`), or COORDINATOR_ALLOW_OPEN_BIND=true"
+        )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve to anything

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Response, status
+from fastapi import APIRouter, Depends, Header, Query, Response, status
 
+from coordinator.api.auth import TableWriter, reader
 from coordinator.api.deps import ServicesDep
-from coordinator.api.errors import COMMIT_ERRORS, TABLE_ERRORS
+from coordinator.api.errors import AUTH_ERRORS, COMMIT_ERRORS, TABLE_ERRORS
 from coordinator_client.models import (
     CommitHistoryResponse,
     CommitOutcomeResponse,
@@ -15,7 +16,12 @@ from coordinator_client.models import (
     CommitResponse,
 )
 
-router = APIRouter(prefix="/tables/{table_id}/commits", tags=["commits"])
+router = APIRouter(
+    prefix="/tables/{table_id}/commits",
+    tags=["commits"],
+    dependencies=[Depends(reader)],
+    responses=AUTH_ERRORS,
+)
 
 
 @router.post(
@@ -28,6 +34,7 @@ def commit(
     body: CommitRequest,
     services: ServicesDep,
     response: Response,
+    _writer: TableWriter,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> CommitResponse:
     """Commit a ManifestCommittable; 201 with the new snapshots, 200 with the recorded ones for a resend."""

@@ -11,12 +11,14 @@ from fastapi.responses import JSONResponse
 from coordinator.errors import (
     CommitConflict,
     CoordinatorError,
+    Forbidden,
     InvalidRequest,
     LockUnavailable,
     PayloadTooLarge,
     SnapshotNotFound,
     TableAlreadyExists,
     TableNotFound,
+    Unauthenticated,
 )
 from coordinator_client.models import ErrorResponse
 
@@ -27,7 +29,11 @@ def _render(error: ErrorResponse, status: int, headers: dict[str, str] | None = 
 
 async def coordinator_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, CoordinatorError)
-    headers = {"Retry-After": str(exc.retry_after_seconds)} if isinstance(exc, LockUnavailable) else None
+    headers = None
+    if isinstance(exc, LockUnavailable):
+        headers = {"Retry-After": str(exc.retry_after_seconds)}
+    elif isinstance(exc, Unauthenticated):
+        headers = {"WWW-Authenticate": 'Bearer realm="paimon-coordinator"'}
     return _render(exc.to_response(), exc.status_code, headers)
 
 
@@ -57,6 +63,8 @@ def responses(*errors: type[CoordinatorError]) -> dict[int | str, dict[str, Any]
     return {e.status_code: {"model": ErrorResponse, "description": e.__name__} for e in errors}
 
 
+AUTH_ERRORS = responses(Unauthenticated, Forbidden)
+"""Every route but /health and the dashboard page: no valid token, or one whose role does not allow it."""
 TABLE_ERRORS = responses(TableNotFound)
 COMMIT_ERRORS = responses(TableNotFound, InvalidRequest, CommitConflict, LockUnavailable, PayloadTooLarge)
 CREATE_ERRORS = responses(InvalidRequest, TableAlreadyExists)

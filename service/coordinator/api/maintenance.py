@@ -1,16 +1,18 @@
 """Maintenance: table options, snapshot expiration, tags, consumers, rollback and orphan cleanup.
 
-Who asked is taken from the `X-Coordinator-User` header (default "api") and recorded in the history.
+Admins only, but for consumers: a streaming job that reads the table moves its own consumer, so a writer
+token granted the table may too. Who asked (the token's name) is recorded in the history.
 """
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Path, status
+from fastapi import APIRouter, Depends, Path, status
 
+from coordinator.api.auth import Admin, TableWriter, reader
 from coordinator.api.deps import ServicesDep
-from coordinator.api.errors import responses
+from coordinator.api.errors import AUTH_ERRORS, responses
 from coordinator.api.tables import table_response
 from coordinator.errors import (
     ConsumerNotFound,
@@ -22,7 +24,7 @@ from coordinator.errors import (
     TagNotFound,
 )
 from coordinator_client.models import (
-    NAME_PATTERN,
+    REF_NAME_PATTERN,
     CleanOrphansRequest,
     CleanOrphansResponse,
     ConsumerListResponse,
@@ -39,26 +41,27 @@ from coordinator_client.models import (
     TagModel,
 )
 
-router = APIRouter(prefix="/tables/{table_id}", tags=["maintenance"])
+router = APIRouter(
+    prefix="/tables/{table_id}", tags=["maintenance"], dependencies=[Depends(reader)], responses=AUTH_ERRORS
+)
 
-Actor = Annotated[str, Header(alias="X-Coordinator-User", min_length=1, max_length=200)]
-Name = Annotated[str, Path(pattern=NAME_PATTERN)]
+Name = Annotated[str, Path(pattern=REF_NAME_PATTERN)]
 _LOCKED = responses(TableNotFound, LockUnavailable)
 
 
 @router.patch("/options", responses={**_LOCKED, **responses(InvalidRequest)})
 def set_options(
-    table_id: str, body: SetOptionsRequest, services: ServicesDep, actor: Actor = "api"
+    table_id: str, body: SetOptionsRequest, services: ServicesDep, caller: Admin
 ) -> TableResponse:
     """Set and remove table options (e.g. the snapshot retention ones); writes the next schema version."""
-    table = services.maintenance.set_options(table_id, body, actor=actor)
+    table = services.maintenance.set_options(table_id, body, actor=caller.name)
     return table_response(table, services.tables.latest_snapshot_id(table.id))
 
 
 @router.post("/expire", responses=_LOCKED)
-def expire(table_id: str, services: ServicesDep, actor: Actor = "api") -> ExpireResponse:
+def expire(table_id: str, services: ServicesDep, caller: Admin) -> ExpireResponse:
     """Expire snapshots as the table's retention options allow, in batches of snapshot.expire.limit."""
-    return services.maintenance.expire(table_id, actor=actor)
+    return services.maintenance.expire(table_id, actor=caller.name)
 
 
 @router.get("/tags", responses=responses(TableNotFound))
@@ -71,27 +74,23 @@ def list_tags(table_id: str, services: ServicesDep) -> TagListResponse:
     status_code=status.HTTP_201_CREATED,
     responses={**_LOCKED, **responses(SnapshotNotFound, TagAlreadyExists)},
 )
-def create_tag(
-    table_id: str, body: CreateTagRequest, services: ServicesDep, actor: Actor = "api"
-) -> TagModel:
+def create_tag(table_id: str, body: CreateTagRequest, services: ServicesDep, caller: Admin) -> TagModel:
     """Tag a retained snapshot (the latest by default); the tag keeps its files until it is deleted."""
-    return services.maintenance.create_tag(table_id, body.name, body.snapshot_id, actor=actor)
+    return services.maintenance.create_tag(table_id, body.name, body.snapshot_id, actor=caller.name)
 
 
 @router.delete("/tags/{name}", responses={**_LOCKED, **responses(TagNotFound)})
-def delete_tag(table_id: str, name: Name, services: ServicesDep, actor: Actor = "api") -> DeleteTagResponse:
+def delete_tag(table_id: str, name: Name, services: ServicesDep, caller: Admin) -> DeleteTagResponse:
     """Delete a tag, and the files only it kept alive."""
-    deleted = services.maintenance.delete_tag(table_id, name, actor=actor)
+    deleted = services.maintenance.delete_tag(table_id, name, actor=caller.name)
     return DeleteTagResponse(name=name, deleted=deleted)
 
 
 @router.post("/rollback", responses={**_LOCKED, **responses(InvalidRequest, SnapshotNotFound, TagNotFound)})
-def rollback(
-    table_id: str, body: RollbackRequest, services: ServicesDep, actor: Actor = "api"
-) -> RollbackResponse:
+def rollback(table_id: str, body: RollbackRequest, services: ServicesDep, caller: Admin) -> RollbackResponse:
     """Roll back to a retained snapshot or a tag: later snapshots and tags go, and the files only they
     referenced are deleted."""
-    return services.maintenance.rollback(table_id, body, actor=actor)
+    return services.maintenance.rollback(table_id, body, actor=caller.name)
 
 
 @router.get("/consumers", responses=responses(TableNotFound))
@@ -101,10 +100,10 @@ def list_consumers(table_id: str, services: ServicesDep) -> ConsumerListResponse
 
 @router.put("/consumers/{consumer_id}", responses={**_LOCKED, **responses(InvalidRequest)})
 def set_consumer(
-    table_id: str, consumer_id: Name, body: SetConsumerRequest, services: ServicesDep, actor: Actor = "api"
+    table_id: str, consumer_id: Name, body: SetConsumerRequest, services: ServicesDep, caller: TableWriter
 ) -> ConsumerModel:
     """Register or move a consumer: snapshots from its nextSnapshotId on are not expired."""
-    return services.maintenance.set_consumer(table_id, consumer_id, body.next_snapshot_id, actor=actor)
+    return services.maintenance.set_consumer(table_id, consumer_id, body.next_snapshot_id, actor=caller.name)
 
 
 @router.delete(
@@ -112,14 +111,14 @@ def set_consumer(
     status_code=status.HTTP_204_NO_CONTENT,
     responses={**_LOCKED, **responses(ConsumerNotFound)},
 )
-def delete_consumer(table_id: str, consumer_id: Name, services: ServicesDep, actor: Actor = "api") -> None:
-    services.maintenance.delete_consumer(table_id, consumer_id, actor=actor)
+def delete_consumer(table_id: str, consumer_id: Name, services: ServicesDep, caller: TableWriter) -> None:
+    services.maintenance.delete_consumer(table_id, consumer_id, actor=caller.name)
 
 
 @router.post("/orphans/clean", responses=_LOCKED)
 def clean_orphans(
-    table_id: str, body: CleanOrphansRequest, services: ServicesDep, actor: Actor = "api"
+    table_id: str, body: CleanOrphansRequest, services: ServicesDep, caller: Admin
 ) -> CleanOrphansResponse:
     """Delete files no retained snapshot or tag references, older than olderThanSeconds (default one
     day); with dryRun, only list them."""
-    return services.maintenance.clean_orphans(table_id, body, actor=actor)
+    return services.maintenance.clean_orphans(table_id, body, actor=caller.name)

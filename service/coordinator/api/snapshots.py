@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 
+from coordinator.api.auth import reader
 from coordinator.api.deps import ServicesDep
-from coordinator.api.errors import SNAPSHOT_ERRORS, TABLE_ERRORS
+from coordinator.api.errors import AUTH_ERRORS, SNAPSHOT_ERRORS, TABLE_ERRORS
 from coordinator.usecases.reads import snapshot_model
 from coordinator_client.models import FileListResponse, SnapshotListResponse, SnapshotModel
 
-router = APIRouter(prefix="/tables/{table_id}", tags=["snapshots"])
+router = APIRouter(
+    prefix="/tables/{table_id}", tags=["snapshots"], dependencies=[Depends(reader)], responses=AUTH_ERRORS
+)
 
 
 @router.get("/snapshots", responses=TABLE_ERRORS)

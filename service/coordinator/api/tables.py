@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, status
+from fastapi import APIRouter, Depends, status
 
+from coordinator.api.auth import Admin, reader
 from coordinator.api.deps import ServicesDep
-from coordinator.api.errors import CREATE_ERRORS, TABLE_ERRORS
+from coordinator.api.errors import AUTH_ERRORS, CREATE_ERRORS, TABLE_ERRORS
 from coordinator.usecases.commits import local_millis
 from coordinator.usecases.tables import Table
 from coordinator_client.models import (
@@ -16,7 +17,7 @@ from coordinator_client.models import (
     TableResponse,
 )
 
-router = APIRouter(prefix="/tables", tags=["tables"])
+router = APIRouter(prefix="/tables", tags=["tables"], dependencies=[Depends(reader)], responses=AUTH_ERRORS)
 
 
 def table_response(table: Table, latest: int) -> TableResponse:
@@ -43,7 +44,7 @@ def table_response(table: Table, latest: int) -> TableResponse:
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, responses=CREATE_ERRORS)
-def create_table(body: CreateTableRequest, services: ServicesDep) -> TableResponse:
+def create_table(body: CreateTableRequest, services: ServicesDep, _admin: Admin) -> TableResponse:
     """Create a table (writes schema/schema-0), or register an existing Paimon table by `location`."""
     table = services.tables.create(body, now_millis=local_millis())
     return table_response(table, services.tables.latest_snapshot_id(table.id))
@@ -61,6 +62,6 @@ def get_table(table_id: str, services: ServicesDep) -> TableResponse:
 
 
 @router.delete("/{table_id}", status_code=status.HTTP_204_NO_CONTENT, responses=TABLE_ERRORS)
-def drop_table(table_id: str, services: ServicesDep, purge: bool = True) -> None:
+def drop_table(table_id: str, services: ServicesDep, _admin: Admin, purge: bool = True) -> None:
     """Forget the table; with purge (the default) its folder is deleted too."""
     services.tables.drop(table_id, purge=purge)

@@ -68,7 +68,7 @@ class CommitRow(Base):
     timings: Mapped[str] = mapped_column(Text)
     conflict: Mapped[str | None] = mapped_column(Text, nullable=True)
     idempotency_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
-    created_at: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[float] = mapped_column(Float, index=True)
     action: Mapped[str] = mapped_column(String(32), server_default="commit")
     """'commit', or the maintenance action the row records (outcome 'done'): expire, rollback, ..."""
     details: Mapped[str | None] = mapped_column(Text, nullable=True)
@@ -109,3 +109,31 @@ class LockRow(Base):
     epoch: Mapped[int] = mapped_column(BigInteger)
     acquired_at_ms: Mapped[int] = mapped_column(BigInteger)
     expires_at_ms: Mapped[int] = mapped_column(BigInteger)
+
+
+class TokenRow(Base):
+    """A bearer token: only the SHA-256 of its secret is kept, so a leaked database leaks no token."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    role: Mapped[str] = mapped_column(String(16))
+    database: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    table_name: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    secret_sha256: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[float] = mapped_column(Float)
+    revoked_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class AuditRow(Base):
+    """An administrative action that is not a table's history: forced lock releases, token changes."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[float] = mapped_column(Float)
+    actor: Mapped[str] = mapped_column(String(200))
+    action: Mapped[str] = mapped_column(String(64))
+    target: Mapped[str] = mapped_column(String(300))
+    details: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from sqlalchemy import Connection
+
 
 @dataclass(frozen=True)
 class Lease:
@@ -25,10 +27,18 @@ class HeldLock:
 
 
 class LockBackend(Protocol):
-    """A lock with a lease: acquire waits up to a timeout, renew extends, release is owner-checked."""
+    """A lock with a lease: acquire waits up to a timeout, renew extends, release is owner-checked.
+
+    Every acquisition gets an epoch larger than any earlier one of the same lock, so a holder that was
+    force-released or outlived its lease can be told apart from the current one.
+    """
 
     def acquire(self, lock_id: str, owner: str, timeout_seconds: float) -> Lease:
         """Take the lock, waiting with backoff; raises LockUnavailable after the timeout."""
+        ...
+
+    def try_acquire(self, lock_id: str, owner: str) -> Lease | None:
+        """One attempt without waiting: the lease, or None when someone else holds the lock."""
         ...
 
     def renew(self, lease: Lease) -> bool:
@@ -39,6 +49,28 @@ class LockBackend(Protocol):
         """Give the lock back, only if this lease still holds it."""
         ...
 
+    def release_in(self, conn: Connection, lease: Lease) -> None:
+        """Release as part of the caller's metadata transaction when the backend lives in that database;
+        otherwise release at once."""
+        ...
+
+    def still_held(self, conn: Connection, lease: Lease) -> bool:
+        """At the commit point, inside the caller's transaction: whether the lease is ours and alive."""
+        ...
+
+    def force_release(self, lock_id: str) -> HeldLock | None:
+        """Administrative release of whoever holds the lock; returns what was released (None if free).
+        The old holder is fenced: its renewals and its commit point fail."""
+        ...
+
     def held(self) -> list[HeldLock]:
         """Locks currently held (lease not expired)."""
+        ...
+
+    def now_ms(self) -> int:
+        """The clock that acquired and expiry times are on (the database's, the metastore's)."""
+        ...
+
+    def close(self) -> None:
+        """Let go of connections the backend keeps (not the locks: their holders release those)."""
         ...

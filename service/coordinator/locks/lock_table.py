@@ -59,8 +59,10 @@ class LockTable:
             f"UPDATE locks SET expires_at_ms = expires_at_ms WHERE lock_id = :lock_id "
             f"AND owner = :owner AND epoch = :epoch AND expires_at_ms >= {now}"
         )
+        # Conditional on the holder the admin saw, so a lock taken over meanwhile is not released.
         self._force_release = text(
-            "UPDATE locks SET owner = NULL, expires_at_ms = 0 WHERE lock_id = :lock_id"
+            "UPDATE locks SET owner = NULL, expires_at_ms = 0, epoch = epoch + 1 "
+            "WHERE lock_id = :lock_id AND owner = :owner AND epoch = :epoch"
         )
         self._now = text(f"SELECT {now}")
         # Waiters in this process sleep on a condition that a release notifies, so the lock is handed
@@ -157,11 +159,23 @@ class LockTable:
         with released:
             released.notify()
 
-    def force_release(self, lock_id: str) -> None:
-        """Administrative release: the next acquirer bumps the epoch, fencing the old holder."""
+    def force_release(self, lock_id: str) -> HeldLock | None:
+        """Administrative release of a live holder: the epoch moves on at once, fencing the old holder."""
+        holder = next((h for h in self.held() if h.lock_id == lock_id), None)
+        if holder is None:
+            return None
         with autocommit(self._engine) as conn:
-            conn.execute(self._force_release, {"lock_id": lock_id})
+            params = {"lock_id": lock_id, "owner": holder.owner, "epoch": holder.epoch}
+            released = conn.execute(self._force_release, params).rowcount == 1
         self._notify(lock_id)
+        return holder if released else None
+
+    def close(self) -> None:
+        """Nothing of its own to close: the engine belongs to the service."""
+
+    def now_ms(self) -> int:
+        with self._engine.connect() as conn:
+            return int(conn.execute(self._now).scalar_one())
 
     def held(self) -> list[HeldLock]:
         """Locks whose lease has not run out, on the database clock."""

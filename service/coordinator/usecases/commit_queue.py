@@ -29,6 +29,9 @@ class PendingCommit:
     resolved: ResolvedCommittable
     idempotency_key: str | None
     started: float
+    current: str = "validate"
+    """The phase it is in now, for the ops API."""
+    started_at: float = field(default_factory=time.time)
     timings: dict[str, float] = field(default_factory=dict)
     snapshots: list[Snapshot] = field(default_factory=list)
     mark: float = 0.0
@@ -53,6 +56,9 @@ class PendingCommit:
         self.timings[name] = round(self.timings.get(name, 0.0) + (now - self.mark) * 1000, 3)
         self.mark = now
         return now
+
+    def enter(self, name: str) -> None:
+        self.current = name
 
     def shared_phase(self, name: str, started: float, ended: float) -> None:
         """A phase the whole group went through once (reconcile, commit point, publish); the time since

@@ -28,10 +28,11 @@ from coordinator.domain.committable import resolve_committable
 from coordinator.domain.conflicts import Conflict, check_base_snapshot, check_conflicts
 from coordinator.domain.manifest_merge import merge_manifests
 from coordinator.domain.plan import SnapshotPlan, plan_snapshots, record_count_delta, with_live_metadata
-from coordinator.errors import CommitConflict, TableNotFound
-from coordinator.locks.base import Lease
-from coordinator.locks.lock_table import LockTable
+from coordinator.errors import CommitConflict, InvalidRequest, LockUnavailable, TableNotFound
+from coordinator.locks.base import Lease, LockBackend
 from coordinator.locks.renewal import LeaseKeeper
+from coordinator.observability.commit_events import CommitEvents
+from coordinator.observability.metrics import Metrics
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.commit_queue import CommitQueue, PendingCommit, TakeGroup
 from coordinator.usecases.table_state import SnapshotLoader, TableState, TableStates
@@ -42,6 +43,7 @@ from coordinator_client.models import (
     CommitRequest,
     CommitResponse,
     ConflictModel,
+    InFlightCommitModel,
     SnapshotRef,
     WinningSnapshot,
 )
@@ -104,10 +106,11 @@ class Committer:
         bookkeeping: Engine,
         fileio: FileIO,
         tables: Tables,
-        locks: LockTable,
+        locks: LockBackend,
         *,
         lease_seconds: float,
         acquire_timeout_seconds: float,
+        metrics: Metrics,
         max_group: int = MAX_GROUP,
     ) -> None:
         self._engine = engine
@@ -122,15 +125,60 @@ class Committer:
         self._queues: dict[str, CommitQueue] = {}
         self._queues_guard = threading.Lock()
         self._instance = f"{os.uname().nodename}-{os.getpid()}"
+        self._metrics = metrics
+        self._events = CommitEvents(metrics)
+        self._in_flight: dict[int, tuple[str, PendingCommit]] = {}
+        self._in_flight_guard = threading.Lock()
 
     def commit(
         self, table_id: str, request: CommitRequest, *, idempotency_key: str | None = None
     ) -> CommitResponse:
         """Commit one committable; a resend of a committed one returns its snapshots with deduplicated=true.
 
+        Every answer is logged and counted (see observability.commit_events).
+
         Raises:
             TableNotFound, InvalidRequest, CommitConflict, LockUnavailable.
         """
+        events = self._events
+        try:
+            response = self._commit(table_id, request, idempotency_key)
+        except CommitConflict as rejected:
+            events.answered(table_id, request, "rejected", conflict=rejected.conflict)
+            raise
+        except LockUnavailable as busy:
+            events.answered(table_id, request, "lock_unavailable", error=busy.message)
+            raise
+        except (InvalidRequest, TableNotFound) as invalid:
+            events.answered(table_id, request, "invalid", error=invalid.message)
+            raise
+        except Exception as error:
+            events.answered(table_id, request, "failed", error=repr(error))
+            raise
+        events.answered(
+            table_id, request, "deduplicated" if response.deduplicated else "committed", response=response
+        )
+        return response
+
+    def in_flight(self) -> list[InFlightCommitModel]:
+        """The commits this instance is working on, oldest first, with the phase each is in."""
+        with self._in_flight_guard:
+            pending = list(self._in_flight.values())
+        now = time.perf_counter()
+        return [
+            InFlightCommitModel(
+                table_id=table_id,
+                commit_user=member.request.commit_user,
+                identifier=member.request.identifier,
+                phase=member.current,
+                started_at=member.started_at,
+                elapsed_ms=round((now - member.started) * 1000, 3),
+                timings=dict(member.timings),
+            )
+            for table_id, member in sorted(pending, key=lambda p: p[1].started)
+        ]
+
+    def _commit(self, table_id: str, request: CommitRequest, idempotency_key: str | None) -> CommitResponse:
         started = time.perf_counter()
         table = self._tables.get(table_id)
         resolved = resolve_committable(request, table.shape, now_millis=local_millis())
@@ -142,7 +190,14 @@ class Committer:
                 return replay
         pending = PendingCommit(request, resolved, idempotency_key, started)
         pending.phase("validate")
-        return self._queue(table.id).run(pending, lambda take: self._commit_group(table, take))
+        pending.enter("lockWait")
+        with self._in_flight_guard:
+            self._in_flight[id(pending)] = (table.id, pending)
+        try:
+            return self._queue(table.id).run(pending, lambda take: self._commit_group(table, take))
+        finally:
+            with self._in_flight_guard:
+                del self._in_flight[id(pending)]
 
     def commit_holding(
         self, lease: Lease, table_id: str, request: CommitRequest, *, idempotency_key: str | None = None
@@ -234,13 +289,18 @@ class Committer:
 
         Returns the members left for the next group.
         """
+        asked = time.perf_counter()
         lease = held or self._locks.acquire(
             table.lock_id, f"{self._instance}-{uuid.uuid4().hex[:12]}", self._acquire_timeout
         )
         acquired = time.perf_counter()
+        if held is None:
+            self._metrics.lock_wait_seconds.labels("commit").observe(acquired - asked)
         group = take()
+        self._metrics.group_size.observe(len(group))
         for member in group:
             member.phase("lockWait", acquired)
+            member.enter("reconcile")
         try:
             if held is None:
                 with LeaseKeeper(self._locks, lease, self._lease_seconds):
@@ -252,6 +312,9 @@ class Committer:
             if held is None:
                 self._locks.release(lease)
             raise
+        finally:
+            if held is None:
+                self._metrics.lock_hold_seconds.labels("commit").observe(time.perf_counter() - acquired)
         result.answer()
         return result.later
 
@@ -259,6 +322,8 @@ class Committer:
         started = time.perf_counter()
         state, context = self._reconcile(table, group)
         _shared_phase(group, "reconcile", started)
+        for member in group:
+            member.enter("groupWait")
         result = _GroupResult()
         previous_id = state.snapshot_id
         manifests = state.manifests
@@ -267,6 +332,7 @@ class Committer:
         try:
             for index, member in enumerate(group):
                 member.phase("groupWait")
+                member.enter("conflictCheck")
                 stored = context.recorded(member.key, member.idempotency_key)
                 if stored is not None:
                     result.answered.append((member, _recorded_answer(stored)))
@@ -293,7 +359,10 @@ class Committer:
                         break
                     continue
                 result.committed.append(member)
+                member.enter("groupWait")
             if result.committed:
+                for member in result.committed:
+                    member.enter("commitPoint")
                 started = time.perf_counter()
                 self._commit_point(table, lease, previous_id, result.committed)
                 _shared_phase(result.committed, "commitPoint", started)
@@ -319,6 +388,8 @@ class Committer:
         manifests.keep_written()
         if stale_state:
             self._states.invalidate(table.id)
+        for member in result.committed:
+            member.enter("publish")
         started = time.perf_counter()
         self._write_snapshot_files(table, [s for m in result.committed for s in m.snapshots])
         _shared_phase(result.committed, "publish", started)
@@ -381,6 +452,7 @@ class Committer:
             decode_key=shape.decode_key if shape.has_primary_key else None,
         )
         member.phase("conflictCheck")
+        member.enter("manifestWrite")
         manifests = state.manifests
         base = merge_manifests(state.data_manifests, state.options, manifests.read, manifests.write)
         delta = manifests.write(list(entries)) if entries else []

@@ -35,9 +35,10 @@ from coordinator.errors import (
     TagAlreadyExists,
     TagNotFound,
 )
-from coordinator.locks.base import Lease
-from coordinator.locks.lock_table import MAX_POLL_SECONDS, LockTable
+from coordinator.locks.base import Lease, LockBackend
+from coordinator.locks.lock_table import MAX_POLL_SECONDS
 from coordinator.locks.renewal import LeaseKeeper
+from coordinator.observability.metrics import Metrics
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.commits import Committer
 from coordinator.usecases.reads import Reads
@@ -109,12 +110,13 @@ class Maintenance:
         engine: Engine,
         fileio: FileIO,
         tables: Tables,
-        locks: LockTable,
+        locks: LockBackend,
         committer: Committer,
         reads: Reads,
         *,
         lease_seconds: float,
         acquire_timeout_seconds: float,
+        metrics: Metrics,
     ) -> None:
         self._engine = engine
         self._fileio = fileio
@@ -124,6 +126,7 @@ class Maintenance:
         self._reads = reads
         self._lease_seconds = lease_seconds
         self._acquire_timeout = acquire_timeout_seconds
+        self._metrics = metrics
         self._instance = f"{os.uname().nodename}-{os.getpid()}"
         self._earliest: dict[str, tuple[int, int]] = {}
         """Per table, the earliest snapshot's id and commit time as last seen: the cheap test that
@@ -170,7 +173,7 @@ class Maintenance:
                 with self._engine.begin() as conn:
                     self._fence(conn, lease)
                     repo.update_schema(conn, table.id, new.id, new.to_json())
-                    repo.insert_maintenance(
+                    self._history(
                         conn,
                         table.id,
                         actor=actor,
@@ -180,7 +183,6 @@ class Maintenance:
                             "set": dict(request.set),
                             "removed": list(request.remove),
                         },
-                        now=time.time(),
                     )
             except BaseException:
                 self._fileio.delete(table.layout.schema(new.id))
@@ -219,6 +221,9 @@ class Maintenance:
             if not batch.maybe_more:
                 break
             self._let_commits_through(table_id)
+        if expired:
+            self._metrics.expired_snapshots.inc(expired)
+            self._metrics.expirations.labels("after-commit" if actor == AUTO_EXPIRE else "api").inc()
         latest = self._tables.latest_snapshot_id(table_id)
         return ExpireResponse(
             expired_snapshots=expired,
@@ -328,7 +333,7 @@ class Maintenance:
         with self._engine.begin() as conn:
             self._fence(conn, lease)
             repo.delete_snapshots(conn, table.id, below=end)
-            repo.insert_maintenance(
+            self._history(
                 conn,
                 table.id,
                 actor=actor,
@@ -339,7 +344,6 @@ class Maintenance:
                     "expiredConsumers": expired_consumers,
                     "deleted": deleted.model().model_dump(by_alias=True),
                 },
-                now=time.time(),
             )
         self._earliest[table.id] = (end, kept.time_millis)
         return _Batch(len(expired), deleted, expired_consumers, len(expired) == retention.expire_limit)
@@ -464,7 +468,7 @@ class Maintenance:
                 repo.delete_snapshots(conn, table.id, above=target.id)
                 if repo.get_snapshot(conn, table.id, target.id) is None:
                     repo.insert_snapshots(conn, table.id, [adopted_row(target)])
-                repo.insert_maintenance(
+                self._history(
                     conn,
                     table.id,
                     actor=actor,
@@ -476,7 +480,6 @@ class Maintenance:
                         "removedTags": sorted(removed_tags),
                         "deleted": deleted.model().model_dump(by_alias=True),
                     },
-                    now=time.time(),
                 )
             self._committer.forget_state(table.id)
             # Only now that no snapshot names them: a crash before this leaves orphans, never a hole.
@@ -618,12 +621,23 @@ class Maintenance:
     @contextmanager
     def _locked(self, table: Table) -> Iterator[Lease]:
         owner = f"{self._instance}-maintenance-{uuid.uuid4().hex[:12]}"
+        asked = time.perf_counter()
         lease = self._locks.acquire(table.lock_id, owner, self._acquire_timeout)
+        acquired = time.perf_counter()
+        self._metrics.lock_wait_seconds.labels("maintenance").observe(acquired - asked)
         try:
             with LeaseKeeper(self._locks, lease, self._lease_seconds):
                 yield lease
         finally:
             self._locks.release(lease)
+            self._metrics.lock_hold_seconds.labels("maintenance").observe(time.perf_counter() - acquired)
+
+    def _history(
+        self, conn: Connection, table_id: str, *, actor: str, action: str, details: dict[str, object]
+    ) -> None:
+        """Record a maintenance action in the table's history (inside the caller's fenced transaction)."""
+        repo.insert_maintenance(conn, table_id, actor=actor, action=action, details=details, now=time.time())
+        self._metrics.maintenance.labels(action).inc()
 
     def _fence(self, conn: Connection, lease: Lease) -> None:
         if not self._locks.still_held(conn, lease):
@@ -637,9 +651,7 @@ class Maintenance:
     ) -> None:
         with self._engine.begin() as conn:
             self._fence(conn, lease)
-            repo.insert_maintenance(
-                conn, table.id, actor=actor, action=action, details=details, now=time.time()
-            )
+            self._history(conn, table.id, actor=actor, action=action, details=details)
 
     def _snapshot(self, table: Table, snapshot_id: int) -> Snapshot:
         return self._reads.snapshot(table.id, snapshot_id)

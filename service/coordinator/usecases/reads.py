@@ -1,4 +1,4 @@
-"""Read-only views: snapshots, live files at a snapshot, commit history and outcomes, held locks."""
+"""Read-only views: snapshots, live files at a snapshot, commit history and outcomes."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from coordinator.domain.live_files import merge_entries
 from coordinator.domain.manifest_merge import MergeOptions
 from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest, SnapshotNotFound
-from coordinator.locks.lock_table import LockTable
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.manifests import ManifestStore
 from coordinator.usecases.tables import Table, Tables
@@ -26,18 +25,16 @@ from coordinator_client.models import (
     FileListResponse,
     KeyStatsModel,
     LiveFileModel,
-    LockModel,
     SnapshotModel,
     SnapshotRef,
 )
 
 
 class Reads:
-    def __init__(self, engine: Engine, fileio: FileIO, tables: Tables, locks: LockTable) -> None:
+    def __init__(self, engine: Engine, fileio: FileIO, tables: Tables) -> None:
         self._engine = engine
         self._fileio = fileio
         self._tables = tables
-        self._locks = locks
 
     def snapshot(self, table_id: str, snapshot_id: int | None) -> Snapshot:
         """One snapshot (the latest when `snapshot_id` is None).
@@ -115,21 +112,7 @@ class Reads:
         table = self._tables.get(table_id)
         with self._engine.connect() as conn:
             stored = repo.list_commits(conn, table.id, limit)
-        return [
-            CommitRecordModel(
-                id=c.id,
-                commit_user=c.commit_user,
-                identifier=c.identifier,
-                outcome=c.outcome,
-                snapshots=[SnapshotRef.model_validate(s) for s in c.snapshots],
-                timings=c.timings,
-                conflict=ConflictModel.model_validate(c.conflict) if c.conflict else None,
-                created_at=c.created_at,
-                action=c.action,
-                details=c.details,
-            )
-            for c in stored
-        ]
+        return [commit_record(c) for c in stored]
 
     def outcome(
         self, table_id: str, commit_user: str, identifier: int, idempotency_key: str | None = None
@@ -156,17 +139,21 @@ class Reads:
             conflict=ConflictModel.model_validate(found.conflict) if found.conflict else None,
         )
 
-    def locks(self) -> list[LockModel]:
-        return [
-            LockModel(
-                lock_id=h.lock_id,
-                owner=h.owner,
-                epoch=h.epoch,
-                acquired_at=h.acquired_at_ms / 1000,
-                expires_at=h.expires_at_ms / 1000,
-            )
-            for h in self._locks.held()
-        ]
+
+def commit_record(c: repo.StoredCommit) -> CommitRecordModel:
+    return CommitRecordModel(
+        id=c.id,
+        table_id=c.table_id,
+        commit_user=c.commit_user,
+        identifier=c.identifier,
+        outcome=c.outcome,
+        snapshots=[SnapshotRef.model_validate(s) for s in c.snapshots],
+        timings=c.timings,
+        conflict=ConflictModel.model_validate(c.conflict) if c.conflict else None,
+        created_at=c.created_at,
+        action=c.action,
+        details=c.details,
+    )
 
 
 def snapshot_model(s: Snapshot) -> SnapshotModel:

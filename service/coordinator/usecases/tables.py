@@ -37,11 +37,20 @@ class Table:
 
     @property
     def lock_id(self) -> str:
-        return f"table:{self.id}"
+        return f"{TABLE_LOCK_PREFIX}{self.id}"
+
+
+TABLE_LOCK_PREFIX = "table:"
 
 
 def table_id_of(database: str, name: str) -> str:
     return f"{database}.{name}"
+
+
+def split_table_id(table_id: str) -> tuple[str, str]:
+    """(database, name); database names hold no dot, so the first one separates them."""
+    database, _, name = table_id.partition(".")
+    return database, name
 
 
 class Tables:

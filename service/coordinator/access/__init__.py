@@ -1,0 +1,1 @@
+"""Who may do what: bearer tokens with roles and grants."""

@@ -1,0 +1,160 @@
+"""Bearer tokens: `pcc_<id>_<secret>`, of which only the SHA-256 of the secret is stored.
+
+The secret is 256 random bits, so a plain SHA-256 is enough (a slow password hash protects guessable
+secrets, which these are not) and verifying costs one primary-key lookup.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Literal, cast, get_args
+
+from sqlalchemy import Engine, insert, select, update
+
+from coordinator.db.models import TokenRow
+from coordinator.errors import InvalidRequest
+
+Role = Literal["reader", "writer", "admin"]
+ROLES: tuple[Role, ...] = get_args(Role)
+_PREFIX = "pcc"
+_TOKENS = TokenRow.__table__
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The caller of one request: a token's name, role and grant."""
+
+    name: str
+    role: Role
+    database: str | None = None
+    table_name: str | None = None
+    token_id: str | None = None
+
+    def may_write(self, database: str, table_name: str) -> bool:
+        """Admins write everywhere; a writer only inside its grant (a database, or one table of it)."""
+        if self.role == "admin":
+            return True
+        if self.role != "writer":
+            return False
+        if self.database is not None and self.database != database:
+            return False
+        return self.table_name is None or self.table_name == table_name
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    principal: Principal
+    token: str
+    """The only time the secret is shown."""
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    id: str
+    name: str
+    role: Role
+    database: str | None
+    table_name: str | None
+    created_at: float
+    revoked_at: float | None
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class TokenStore:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def create(
+        self, name: str, role: str, *, database: str | None = None, table: str | None = None
+    ) -> IssuedToken:
+        """A new token. A writer must be granted a database or a table (`db.name`); grants are only
+        for writers, since readers read everything and admins do everything.
+
+        Raises:
+            InvalidRequest naming the offending argument.
+        """
+        if role not in ROLES:
+            raise InvalidRequest(f"role must be one of {', '.join(ROLES)}", field="role")
+        table_name = None
+        if table is not None:
+            db_part, dot, table_name = table.partition(".")
+            if not dot or not db_part or not table_name:
+                raise InvalidRequest("table must be <database>.<name>", field="table")
+            if database is not None and database != db_part:
+                raise InvalidRequest("table is not in the granted database", field="table")
+            database = db_part
+        if role == "writer" and database is None:
+            raise InvalidRequest("a writer token needs --database or --table", field="database")
+        if role != "writer" and database is not None:
+            raise InvalidRequest(f"a {role} token takes no grant", field="database")
+        if not name.strip():
+            raise InvalidRequest("name must not be empty", field="name")
+        token_id = secrets.token_hex(8)
+        secret = secrets.token_urlsafe(32)
+        with self._engine.begin() as conn:
+            conn.execute(
+                insert(TokenRow).values(
+                    id=token_id,
+                    name=name,
+                    role=role,
+                    database=database,
+                    table_name=table_name,
+                    secret_sha256=_digest(secret),
+                    created_at=time.time(),
+                    revoked_at=None,
+                )
+            )
+        principal = Principal(name, role, database, table_name, token_id)
+        return IssuedToken(principal, f"{_PREFIX}_{token_id}_{secret}")
+
+    def verify(self, token: str) -> Principal | None:
+        """The principal of a live token, or None (malformed, unknown, wrong secret or revoked)."""
+        prefix, _, rest = token.partition("_")
+        token_id, _, secret = rest.partition("_")
+        if prefix != _PREFIX or not token_id or not secret:
+            return None
+        with self._engine.connect() as conn:
+            row = conn.execute(select(_TOKENS).where(_TOKENS.c.id == token_id)).mappings().first()
+        if row is None or row["revoked_at"] is not None:
+            return None
+        if not hmac.compare_digest(row["secret_sha256"], _digest(secret)):
+            return None
+        return Principal(row["name"], cast(Role, row["role"]), row["database"], row["table_name"], token_id)
+
+    def list(self) -> list[TokenInfo]:
+        with self._engine.connect() as conn:
+            rows = conn.execute(select(_TOKENS).order_by(_TOKENS.c.created_at)).mappings().all()
+        return [
+            TokenInfo(
+                r["id"],
+                r["name"],
+                cast(Role, r["role"]),
+                r["database"],
+                r["table_name"],
+                r["created_at"],
+                r["revoked_at"],
+            )
+            for r in rows
+        ]
+
+    def revoke(self, token_id: str) -> bool:
+        """False when no live token has this id."""
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(TokenRow)
+                .where(TokenRow.id == token_id, TokenRow.revoked_at.is_(None))
+                .values(revoked_at=time.time())
+            )
+        return bool(result.rowcount == 1)
+
+    def any_live(self) -> bool:
+        with self._engine.connect() as conn:
+            live = select(TokenRow.id).where(TokenRow.revoked_at.is_(None)).limit(1)
+            return conn.execute(live).first() is not None

@@ -1,0 +1,67 @@
+"""Access control as route dependencies: 401 without a valid bearer token, 403 outside its role or grant.
+
+Without `require_tokens` (the embedded default on 127.0.0.1) every caller is an admin; maintenance
+history then names the caller from the `X-Coordinator-User` header, as before tokens existed.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Header, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from coordinator.access.tokens import Principal
+from coordinator.api.deps import ServicesDep
+from coordinator.errors import Forbidden, Unauthenticated
+from coordinator.usecases.tables import split_table_id
+
+_bearer = HTTPBearer(auto_error=False, description="a token from `coordinator tokens create`")
+
+
+def caller(
+    request: Request,
+    services: ServicesDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    user: Annotated[
+        str | None, Header(alias="X-Coordinator-User", min_length=1, max_length=200, include_in_schema=False)
+    ] = None,
+) -> Principal:
+    """The principal of this request (cached per request by FastAPI)."""
+    if not services.settings.require_tokens:
+        return Principal(user or "api", "admin")
+    if credentials is None:
+        raise Unauthenticated("send Authorization: Bearer <token>")
+    principal = services.tokens.verify(credentials.credentials)
+    if principal is None:
+        raise Unauthenticated("the bearer token is unknown or revoked")
+    request.state.principal = principal
+    return principal
+
+
+Caller = Annotated[Principal, Depends(caller)]
+
+
+def reader(principal: Caller) -> Principal:
+    """Any valid token reads (tables, snapshots, history, locks, metrics, the dashboard's data)."""
+    return principal
+
+
+def admin(principal: Caller) -> Principal:
+    """Create and drop tables, maintenance, force-release locks."""
+    if principal.role != "admin":
+        raise Forbidden(f"{principal.name} ({principal.role}) is not an admin")
+    return principal
+
+
+def table_writer(table_id: str, principal: Caller) -> Principal:
+    """Commit to `table_id`: admins, and writers whose grant covers the table's database or the table."""
+    database, name = split_table_id(table_id)
+    if not principal.may_write(database, name):
+        raise Forbidden(f"{principal.name} ({principal.role}) may not write to {table_id}")
+    return principal
+
+
+Reader = Annotated[Principal, Depends(reader)]
+Admin = Annotated[Principal, Depends(admin)]
+TableWriter = Annotated[Principal, Depends(table_writer)]

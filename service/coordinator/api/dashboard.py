@@ -1,0 +1,55 @@
+"""The on-call dashboard: a static page and the overview it polls (with GET /locks and GET /commits)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import FileResponse
+
+from coordinator.api.auth import reader
+from coordinator.api.deps import ServicesDep
+from coordinator.usecases.overview import Overview
+from coordinator_client.models import OverviewResponse
+
+router = APIRouter(tags=["ops"])
+
+PAGE_DIR = Path(__file__).resolve().parent.parent / "dashboard"
+# Only these files are served, so no path from the URL ever reaches the file system.
+_ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
+# The page is small and changes with the service: browsers revalidate instead of running a stale copy.
+_NO_CACHE = {"Cache-Control": "no-cache"}
+
+
+def get_overview(request: Request, services: ServicesDep) -> Overview:
+    """One Overview per started Services, kept on the app: its cache outlives a request."""
+    state = request.app.state
+    held: tuple[object, Overview] | None = getattr(state, "overview", None)
+    if held is None or held[0] is not services:
+        held = (services, Overview(services.engine, services.reads))
+        state.overview = held
+    return held[1]
+
+
+# The page and its files hold no data and stay open, so a browser without a token can load the page
+# that asks for one; the data behind it needs a reader.
+@router.get("/ops/overview", dependencies=[Depends(reader)])
+def overview(
+    overview: Annotated[Overview, Depends(get_overview)],
+    minutes: Annotated[int, Query(ge=1, le=1440, description="the window of throughput and latency")] = 30,
+) -> OverviewResponse:
+    """Every table's size and commit outcomes, commits per minute, latency by phase, latest conflicts."""
+    return overview.overview(minutes)
+
+
+@router.get("/dashboard", include_in_schema=False)
+def page() -> FileResponse:
+    return FileResponse(PAGE_DIR / "index.html", media_type="text/html", headers=_NO_CACHE)
+
+
+@router.get("/dashboard/static/{name}", include_in_schema=False)
+def asset(name: str) -> FileResponse:
+    if name not in _ASSETS:
+        raise HTTPException(status_code=404, detail=f"no dashboard file {name}")
+    return FileResponse(PAGE_DIR / name, media_type=_ASSETS[name], headers=_NO_CACHE)

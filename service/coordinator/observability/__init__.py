@@ -1,0 +1,1 @@
+"""What operators see of the service: Prometheus metrics and structured logs."""

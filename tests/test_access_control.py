@@ -1,0 +1,304 @@
+"""Access control: bearer tokens with roles (reader, writer, admin) and grants, on SQLite and PostgreSQL.
+
+Every mutating route is taken from the app's OpenAPI document, so a route added later without a role
+check fails here. Refused requests must change nothing: tables, history and storage are compared.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
+
+from coordinator.access.tokens import TokenStore
+from coordinator.app import create_app
+from coordinator.cli import main as coordinator_main
+from coordinator.settings import Settings
+from coordinator_client import CoordinatorClient, Forbidden, Unauthorized
+from tests.paimon_files import PaimonTable, create_table, pypaimon_rows
+
+MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
+SAMPLE_PATH = {
+    "table_id": "a.t",
+    "lock_id": "table:a.t",
+    "name": "v1",
+    "consumer_id": "c1",
+    "commit_user": "u",
+    "identifier": "1",
+}
+
+
+class Tokens:
+    def __init__(self, store: TokenStore) -> None:
+        self.admin = store.create("ops-admin", "admin").token
+        self.reader = store.create("dash", "reader").token
+        self.writer_a = store.create("job-a", "writer", database="a").token
+        self.writer_a_t = store.create("job-a-t", "writer", table="a.t").token
+
+
+@pytest.fixture
+def secured(settings: Settings) -> Iterator[tuple[TestClient, Tokens]]:
+    with TestClient(create_app(settings.model_copy(update={"require_tokens": True}))) as client:
+        tokens = Tokens(client.app.state.services.tokens)  # type: ignore[attr-defined]
+        yield client, tokens
+
+
+def _auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def _append(table: PaimonTable, user: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"commitUser": user, "messages": [table.message(rows[0], newFiles=[table.append_file(rows)])]}
+
+
+def _mutating_routes(client: TestClient) -> list[tuple[str, str]]:
+    """Every mutating operation the app publishes in its OpenAPI document."""
+    paths = client.get("/openapi.json").json()["paths"]
+    return [
+        (method.upper(), path.format(**SAMPLE_PATH))
+        for path, operations in paths.items()
+        for method in operations
+        if method.upper() in MUTATING
+    ]
+
+
+def _state(client: TestClient, admin: str, warehouse: Path) -> tuple[Any, ...]:
+    """What a refused request must leave as it was: tables, their histories, locks, every file."""
+    tables = client.get("/tables", headers=_auth(admin)).json()
+    histories = [
+        client.get(f"/tables/{t['id']}/commits", headers=_auth(admin)).json() for t in tables["tables"]
+    ]
+    files = sorted((str(p), p.stat().st_mtime_ns) for p in warehouse.rglob("*"))
+    return tables, histories, client.get("/locks", headers=_auth(admin)).json()["locks"], files
+
+
+def test_every_mutating_route_needs_a_token_and_a_role(
+    secured: tuple[TestClient, Tokens], warehouse: Path
+) -> None:
+    client, tokens = secured
+    table = create_table(_Authed(client, tokens.admin), "a", "t", {"id": "BIGINT"})
+    commit = client.post(
+        f"/tables/{table.id}/commits", json=_append(table, "w", [{"id": 1}]), headers=_auth(tokens.writer_a)
+    )
+    assert commit.status_code == 201, commit.text
+    routes = _mutating_routes(client)
+    # Every kind of change the API offers is here: tables, commits, maintenance, locks.
+    assert len(routes) >= 12
+    assert ("POST", "/locks/table:a.t/release") in routes
+    assert ("POST", "/tables") in routes
+    before = _state(client, tokens.admin, warehouse)
+    for method, path in routes:
+        anonymous = client.request(method, path, json={})
+        assert anonymous.status_code == 401, (method, path, anonymous.text)
+        assert anonymous.headers["www-authenticate"].startswith("Bearer")
+        assert anonymous.json()["code"] == "UNAUTHENTICATED"
+        forged = client.request(method, path, json={}, headers=_auth(tokens.reader + "x"))
+        assert forged.status_code == 401, (method, path)
+        reader = client.request(method, path, json={}, headers=_auth(tokens.reader))
+        assert reader.status_code == 403, (method, path, reader.text)
+        assert reader.json()["code"] == "FORBIDDEN"
+    assert _state(client, tokens.admin, warehouse) == before
+
+
+def test_a_writer_commits_only_inside_its_grant(secured: tuple[TestClient, Tokens], warehouse: Path) -> None:
+    client, tokens = secured
+    admin = _Authed(client, tokens.admin)
+    in_a = create_table(admin, "a", "t", {"id": "BIGINT"})
+    other_in_a = create_table(admin, "a", "u", {"id": "BIGINT"})
+    in_b = create_table(admin, "b", "t", {"id": "BIGINT"})
+
+    def commit(table: PaimonTable, token: str, row: int) -> httpx.Response:
+        body = _append(table, f"user-{row}", [{"id": row}])
+        return client.post(f"/tables/{table.id}/commits", json=body, headers=_auth(token))
+
+    assert commit(in_a, tokens.writer_a, 1).status_code == 201
+    assert commit(other_in_a, tokens.writer_a, 2).status_code == 201
+    refused = commit(in_b, tokens.writer_a, 3)
+    assert refused.status_code == 403
+    assert "may not write to b.t" in refused.json()["message"]
+    assert commit(in_a, tokens.writer_a_t, 4).status_code == 201
+    assert commit(other_in_a, tokens.writer_a_t, 5).status_code == 403
+    assert commit(in_b, tokens.admin, 6).status_code == 201
+    # Nothing of the refused commits is visible; the admitted ones are.
+    assert pypaimon_rows(warehouse, in_b.id) == [{"id": 6}]
+    assert pypaimon_rows(warehouse, in_a.id) == [{"id": 1}, {"id": 4}]
+    assert pypaimon_rows(warehouse, other_in_a.id) == [{"id": 2}]
+    # A writer may move its own consumer on a granted table, but not run other maintenance.
+    consumer = client.put(
+        f"/tables/{in_a.id}/consumers/stream", json={"nextSnapshotId": 1}, headers=_auth(tokens.writer_a)
+    )
+    assert consumer.status_code == 200, consumer.text
+    assert client.post(f"/tables/{in_a.id}/expire", headers=_auth(tokens.writer_a)).status_code == 403
+    assert client.post("/tables", json={}, headers=_auth(tokens.writer_a)).status_code == 403
+    # Readers read everything, including the ops views and the metrics.
+    for path in ("/tables", f"/tables/{in_b.id}/snapshots", "/locks", "/commits", "/metrics", "/audit"):
+        assert client.get(path, headers=_auth(tokens.reader)).status_code == 200, path
+    assert client.get("/health").status_code == 200  # probes need no token
+
+
+def test_history_names_the_token_and_revoked_tokens_stop_working(secured: tuple[TestClient, Tokens]) -> None:
+    client, tokens = secured
+    table = create_table(_Authed(client, tokens.admin), "a", "t", {"id": "BIGINT"})
+    tag = client.post(f"/tables/{table.id}/tags", json={"name": "v1"}, headers=_auth(tokens.admin))
+    assert tag.status_code == 404  # no snapshot to tag yet: refused after the role check passed
+    client.post(
+        f"/tables/{table.id}/commits", json=_append(table, "w", [{"id": 1}]), headers=_auth(tokens.admin)
+    )
+    # The header that named the caller without access control is ignored once tokens are required.
+    created = client.post(
+        f"/tables/{table.id}/tags",
+        json={"name": "v1"},
+        headers={**_auth(tokens.admin), "X-Coordinator-User": "someone-else"},
+    )
+    assert created.status_code == 201, created.text
+    history = client.get(f"/tables/{table.id}/commits", headers=_auth(tokens.reader)).json()["commits"]
+    assert [(c["action"], c["commitUser"]) for c in history if c["action"] != "commit"] == [
+        ("create-tag", "ops-admin")
+    ]
+    store: TokenStore = client.app.state.services.tokens  # type: ignore[attr-defined]
+    reader_id = tokens.reader.split("_", 2)[1]
+    assert store.revoke(reader_id) is True
+    assert store.revoke(reader_id) is False
+    assert client.get("/tables", headers=_auth(tokens.reader)).status_code == 401
+
+
+def test_the_client_sends_its_token(settings: Settings) -> None:
+    from tests.conftest import LiveServer
+
+    with LiveServer(settings.model_copy(update={"require_tokens": True})) as server:
+        engine = create_engine(settings.database_url)
+        reader = TokenStore(engine).create("dash", "reader").token
+        engine.dispose()
+        with CoordinatorClient(server.url) as anonymous, pytest.raises(Unauthorized):
+            anonymous.list_tables()
+        with CoordinatorClient(server.url, token=reader) as client:
+            assert client.list_tables().tables == []
+            with pytest.raises(Forbidden):
+                client.create_table({"database": "a", "name": "t", "fields": [{"name": "id", "type": "INT"}]})
+            assert client.list_tables().tables == []
+
+
+def test_tokens_cli_stores_only_a_hash_and_audits(
+    database_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COORDINATOR_DATABASE_URL", database_url)
+    assert coordinator_main(["tokens", "create", "--name", "etl", "--role", "writer", "--table", "a.t"]) == 0
+    token = capsys.readouterr().out.strip()
+    _, token_id, secret = token.split("_", 2)
+    assert coordinator_main(["tokens", "create", "--name", "x", "--role", "writer"]) == 2
+    assert "database" in capsys.readouterr().err
+    assert coordinator_main(["tokens", "create", "--name", "x", "--role", "reader", "--database", "a"]) == 2
+    capsys.readouterr()
+    assert coordinator_main(["tokens", "list"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(t["id"], t["role"], t["database"], t["table"], t["revokedAt"]) for t in listed] == [
+        (token_id, "writer", "a", "t", None)
+    ]
+    engine = create_engine(database_url)
+    with engine.connect() as conn:
+        stored = [tuple(str(v) for v in row) for row in conn.execute(text("SELECT * FROM api_tokens"))]
+    assert stored
+    assert not any(secret in value for row in stored for value in row)
+    assert TokenStore(engine).verify(token) is not None
+    assert coordinator_main(["tokens", "revoke", token_id]) == 0
+    assert coordinator_main(["tokens", "revoke", token_id]) == 1
+    assert TokenStore(engine).verify(token) is None
+    with engine.connect() as conn:
+        audit = conn.execute(text("SELECT action, target FROM audit_log ORDER BY id")).all()
+    engine.dispose()
+    assert [tuple(a) for a in audit] == [("create-token", token_id), ("revoke-token", token_id)]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _serve(database_url: str, warehouse: Path, *flags: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "COORDINATOR_DATABASE_URL": database_url, "COORDINATOR_WAREHOUSE": str(warehouse)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "coordinator.cli", "serve", *flags],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def _first_json_line(process: subprocess.Popen[str], needle: str) -> dict[str, Any]:
+    assert process.stderr is not None
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = process.stderr.readline()
+        if not line:
+            break
+        if needle in line:
+            parsed: dict[str, Any] = json.loads(line)
+            return parsed
+    raise AssertionError(f"no log line with {needle!r}")
+
+
+def test_open_bind_without_tokens_refuses_to_start(database_url: str, warehouse: Path) -> None:
+    with _serve(database_url, warehouse, "--host", "0.0.0.0", "--port", str(_free_port())) as refused:
+        assert refused.wait(timeout=60) == 2
+        line = _first_json_line_from_text(refused)
+    assert line["level"] == "ERROR"
+    assert "COORDINATOR_REQUIRE_TOKENS" in line["message"]
+
+    port = _free_port()
+    with _serve(database_url, warehouse, "--port", str(port)) as loopback:
+        try:
+            warning = _first_json_line(loopback, "no access control")
+            assert warning["level"] == "WARNING"
+            _wait_healthy(port)
+        finally:
+            loopback.terminate()
+
+    port = _free_port()
+    flags = ("--host", "0.0.0.0", "--port", str(port), "--require-tokens")
+    with _serve(database_url, warehouse, *flags) as protected:
+        try:
+            _wait_healthy(port)
+            assert httpx.get(f"http://127.0.0.1:{port}/tables").status_code == 401
+        finally:
+            protected.terminate()
+
+
+def _first_json_line_from_text(process: subprocess.Popen[str]) -> dict[str, Any]:
+    assert process.stderr is not None
+    lines = [json.loads(line) for line in process.stderr.read().splitlines() if line.startswith("{")]
+    assert lines, "the refusal was not logged"
+    return lines[-1]  # type: ignore[no-any-return]
+
+
+def _wait_healthy(port: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise AssertionError("the coordinator did not answer /health")
+
+
+class _Authed:
+    """A TestClient that sends one token on every request (for create_table)."""
+
+    def __init__(self, client: TestClient, token: str) -> None:
+        self._client = client
+        self._token = token
+
+    def post(self, path: str, json: Any) -> httpx.Response:
+        return self._client.post(path, json=json, headers=_auth(self._token))
