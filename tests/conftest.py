@@ -13,6 +13,7 @@ import httpx
 import pytest
 import uvicorn
 from fastapi.testclient import TestClient
+from playwright.sync_api import Browser, sync_playwright
 from sqlalchemy import create_engine, text
 
 from coordinator.app import create_app
@@ -139,3 +140,17 @@ def live_server(settings: Settings) -> Iterator[LiveServer]:
 def http(live_server: LiveServer) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=live_server.url, timeout=60) as client:
         yield client
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    """Headless Chromium (Debian's package) driven by Playwright; missing Chromium fails, never skips."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (apt-get install chromium)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        yield launched
+        launched.close()

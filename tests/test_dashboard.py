@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from coordinator.db import repositories as repo
 from coordinator.locks.renewal import LeaseKeeper
@@ -32,7 +32,6 @@ from coordinator_client.models import OverviewResponse
 from tests.conftest import LiveServer
 from tests.paimon_files import PaimonTable, create_table
 
-CHROMIUM = Path("/usr/bin/chromium")
 DT = "2024-01-01"
 HOLDER = "ops-test-holder"
 BATCH = 2**63 - 1
@@ -43,16 +42,6 @@ UPDATED = re.compile(r"^updated \d\d:\d\d:\d\d$")
 def client(live_server: LiveServer) -> Iterator[CoordinatorClient]:
     with CoordinatorClient(live_server.url, timeout=60) as c:
         yield c
-
-
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (apt-get install chromium)")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        yield launched
-        launched.close()
 
 
 def _table(http: httpx.Client, name: str) -> PaimonTable:
