@@ -43,10 +43,14 @@ WORKDIR /app
 USER 10001:10001
 
 # COORDINATOR_DATABASE_URL defaults to sqlite:///./coordinator.db, i.e. /app/coordinator.db (owned by
-# the user); set it to a postgresql:// URL for anything but a trial run.
+# the user); set it to a postgresql:// URL for anything but a trial run. Bound to every interface, the
+# service requires bearer tokens: create them with `coordinator tokens create`. (DL3064 mistakes the
+# switch's name for a secret; no secret is set here.)
+# hadolint ignore=DL3064
 ENV COORDINATOR_HOST=0.0.0.0 \
     COORDINATOR_PORT=8080 \
-    COORDINATOR_WAREHOUSE=/warehouse
+    COORDINATOR_WAREHOUSE=/warehouse \
+    COORDINATOR_REQUIRE_TOKENS=true
 
 VOLUME ["/warehouse"]
 EXPOSE 8080

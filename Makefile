@@ -14,6 +14,10 @@ install: $(BIN)/python
 
 install-dev: install
 	$(PIP) -r requirements/dev.txt
+	@# The dashboard tests drive Debian's Chromium through Playwright (no browser download).
+	@test -x /usr/bin/chromium || { \
+		echo "installing Debian's chromium for the dashboard tests"; \
+		apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; }; }
 
 ## Start the coordinator on the embedded default: SQLite ./coordinator.db and ./warehouse, http://127.0.0.1:8080
 serve: install

@@ -1,4 +1,4 @@
-"""What the three example jobs share: the coordinator's address and a local Spark session."""
+"""What the three example jobs share: the coordinator's client and a local Spark session."""
 
 from __future__ import annotations
 
@@ -7,12 +7,19 @@ import sys
 
 from pyspark.sql import SparkSession
 
+from coordinator_client import CoordinatorClient
+
 DEFAULT_URL = "http://127.0.0.1:8080"
 
 
 def coordinator_url() -> str:
     """The first command-line argument, else the embedded default that `make serve` starts."""
     return sys.argv[1] if len(sys.argv) > 1 else DEFAULT_URL
+
+
+def coordinator_client(url: str) -> CoordinatorClient:
+    """With COORDINATOR_TOKEN set, its bearer token goes with every call (a writer token for the jobs)."""
+    return CoordinatorClient(url, token=os.environ.get("COORDINATOR_TOKEN"))
 
 
 def spark_session(app: str) -> SparkSession:

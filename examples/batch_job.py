@@ -5,7 +5,7 @@ Run against a coordinator (`make serve`): `python examples/batch_job.py [http://
 
 from __future__ import annotations
 
-from _common import coordinator_url, spark_session
+from _common import coordinator_client, coordinator_url, spark_session
 
 from coordinator_client import CoordinatorClient, NotFound
 from coordinator_client.spark import read, write
@@ -36,7 +36,7 @@ def ensure_table(client: CoordinatorClient) -> None:
 
 def main(url: str) -> int:
     spark = spark_session("orders-batch")
-    with CoordinatorClient(url) as client:
+    with coordinator_client(url) as client:
         ensure_table(client)
         orders = spark.range(100_000).selectExpr(
             "case when id % 2 = 0 then '2026-11-20' else '2026-11-21' end as dt",

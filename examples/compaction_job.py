@@ -5,9 +5,8 @@ Run after batch_job.py: `python examples/compaction_job.py [http://127.0.0.1:808
 
 from __future__ import annotations
 
-from _common import coordinator_url, spark_session
+from _common import coordinator_client, coordinator_url, spark_session
 
-from coordinator_client import CoordinatorClient
 from coordinator_client.spark import compact
 
 TABLE = "sales.orders"
@@ -15,7 +14,7 @@ TABLE = "sales.orders"
 
 def main(url: str) -> int:
     spark = spark_session("orders-compaction")
-    with CoordinatorClient(url) as client:
+    with coordinator_client(url) as client:
         before = len(client.live_files(TABLE).files)
         response = compact(spark, TABLE, client=client)
         after = len(client.live_files(TABLE).files)

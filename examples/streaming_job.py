@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from _common import coordinator_url, spark_session
+from _common import coordinator_client, coordinator_url, spark_session
 
-from coordinator_client import CoordinatorClient, NotFound
+from coordinator_client import NotFound
 from coordinator_client.spark import read, stream_sink
 
 TABLE = "sales.events"
@@ -29,7 +29,7 @@ def main(url: str, work: Path = Path("examples-work")) -> int:
         pq.write_table(pa.table({"id": ids, "kind": ["click"] * 1_000}), source / f"events-{n:09d}.parquet")
 
     spark = spark_session("events-stream")
-    with CoordinatorClient(url) as client:
+    with coordinator_client(url) as client:
         try:
             client.get_table(TABLE)
         except NotFound:

@@ -131,6 +131,8 @@ def test_dockerfile_runtime_contract(final_stage: list[tuple[str, str]]) -> None
     env = " ".join(rest for kw, rest in final_stage if kw == "ENV")
     assert "COORDINATOR_HOST=0.0.0.0" in env.split()
     assert "COORDINATOR_WAREHOUSE=/warehouse" in env.split()
+    # Bound to every interface, the service would refuse to start without access control.
+    assert "COORDINATOR_REQUIRE_TOKENS=true" in env.split()
     assert "/warehouse" in _only(final_stage, "VOLUME")
     assert _only(final_stage, "WORKDIR")
 
@@ -203,6 +205,7 @@ def test_compose_coordinator(compose_config: dict[str, Any]) -> None:
 
     env = coordinator["environment"]
     assert env["COORDINATOR_WAREHOUSE"] == "/warehouse"
+    assert env["COORDINATOR_REQUIRE_TOKENS"] == "true"
     assert re.fullmatch(
         r"postgresql://postgres:[^@]+@postgres:5432/coordinator", env["COORDINATOR_DATABASE_URL"]
     )
