@@ -19,6 +19,7 @@ from coordinator.storage.fileio import open_warehouse
 from coordinator.usecases.commits import Committer
 from coordinator.usecases.maintenance import Maintenance
 from coordinator.usecases.operations import Operations
+from coordinator.usecases.overview import Overview
 from coordinator.usecases.reads import Reads
 from coordinator.usecases.tables import Tables
 
@@ -35,6 +36,7 @@ class Services:
     reads: Reads
     maintenance: Maintenance
     operations: Operations
+    overview: Overview
     locks: LockBackend
     tokens: TokenStore
     metrics: Metrics
@@ -85,6 +87,7 @@ class Services:
             reads,
             maintenance,
             operations,
+            Overview(engine, reads),
             locks,
             TokenStore(engine),
             metrics,

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query
 from fastapi.responses import FileResponse
 
 from coordinator.api.auth import reader
 from coordinator.api.deps import ServicesDep
-from coordinator.usecases.overview import Overview
+from coordinator.api.errors import AUTH_ERRORS
 from coordinator_client.models import OverviewResponse
 
 router = APIRouter(tags=["ops"])
@@ -22,25 +22,15 @@ _ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
 _NO_CACHE = {"Cache-Control": "no-cache"}
 
 
-def get_overview(request: Request, services: ServicesDep) -> Overview:
-    """One Overview per started Services, kept on the app: its cache outlives a request."""
-    state = request.app.state
-    held: tuple[object, Overview] | None = getattr(state, "overview", None)
-    if held is None or held[0] is not services:
-        held = (services, Overview(services.engine, services.reads))
-        state.overview = held
-    return held[1]
-
-
 # The page and its files hold no data and stay open, so a browser without a token can load the page
 # that asks for one; the data behind it needs a reader.
-@router.get("/ops/overview", dependencies=[Depends(reader)])
+@router.get("/ops/overview", dependencies=[Depends(reader)], responses=AUTH_ERRORS)
 def overview(
-    overview: Annotated[Overview, Depends(get_overview)],
+    services: ServicesDep,
     minutes: Annotated[int, Query(ge=1, le=1440, description="the window of throughput and latency")] = 30,
 ) -> OverviewResponse:
     """Every table's size and commit outcomes, commits per minute, latency by phase, latest conflicts."""
-    return overview.overview(minutes)
+    return services.overview.overview(minutes)
 
 
 @router.get("/dashboard", include_in_schema=False)

@@ -6,7 +6,25 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, RowMapping, and_, bindparam, delete, insert, or_, select, tuple_, update
+from sqlalchemy import (
+    JSON,
+    Connection,
+    Integer,
+    RowMapping,
+    and_,
+    bindparam,
+    case,
+    cast,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    tuple_,
+    type_coerce,
+    update,
+)
+from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.expression import Executable
 
 from coordinator.db.models import CommitRow, SnapshotRow, TableRow
@@ -378,9 +396,6 @@ def _commit(row: object) -> StoredCommit:
 
 # ---------------------------------------------------------------- dashboard
 
-from sqlalchemy import JSON, Integer, case, cast, func, type_coerce  # noqa: E402
-from sqlalchemy.sql.elements import ColumnElement  # noqa: E402
-
 
 @dataclass(frozen=True)
 class TableCommitCounts:
@@ -467,15 +482,15 @@ def committed_timings(conn: Connection, since: float, limit: int) -> list[dict[s
     return [json.loads(t) for t in rows]
 
 
-def latest_rejections(conn: Connection, limit: int) -> list[tuple[str, StoredCommit]]:
-    """(table id, record) of the newest rejected commit attempts of every table, newest first."""
+def latest_rejections(conn: Connection, limit: int) -> list[StoredCommit]:
+    """The newest rejected commit attempts of every table, newest first."""
     rows = conn.execute(
         select(CommitRow.__table__)
         .where(CommitRow.action == "commit", CommitRow.outcome == "rejected")
         .order_by(CommitRow.created_at.desc(), CommitRow.id.desc())
         .limit(limit)
     ).mappings()
-    return [(r["table_id"], _commit(r)) for r in rows]
+    return [_commit(r) for r in rows]
 
 
 def _conflict_type(conn: Connection) -> ColumnElement[str]:

@@ -68,14 +68,14 @@ class Overview:
             phase_latency_ms=_latencies(timings),
             conflicts=[
                 ConflictEventModel(
-                    table_id=table_id,
+                    table_id=c.table_id,
                     commit_user=c.commit_user,
                     identifier=c.identifier,
                     type=str((c.conflict or {}).get("type", "UNKNOWN")),
                     message=str((c.conflict or {}).get("message", "")),
                     at=c.created_at,
                 )
-                for table_id, c in rejections
+                for c in rejections
             ],
         )
 
