@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -94,6 +97,27 @@ def api(settings: Settings) -> Iterator[TestClient]:
     """The app in-process (lifespan included)."""
     with TestClient(create_app(settings)) as client:
         yield client
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_healthy(url: str, process: subprocess.Popen[Any] | None = None, seconds: float = 60) -> None:
+    """Until GET /health answers 200; fails early if the server's `process` exited."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert process is None or process.poll() is None, "coordinator exited at start"
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise TimeoutError(f"coordinator at {url} did not become healthy")
 
 
 class LiveServer:

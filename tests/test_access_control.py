@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from coordinator.app import create_app
 from coordinator.cli import main as coordinator_main
 from coordinator.settings import Settings
 from coordinator_client import CoordinatorClient, Forbidden, Unauthorized
+from tests.conftest import LiveServer, free_port, wait_healthy
 from tests.paimon_files import PaimonTable, create_table, pypaimon_rows
 
 MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
@@ -174,8 +174,6 @@ def test_history_names_the_token_and_revoked_tokens_stop_working(secured: tuple[
 
 
 def test_the_client_sends_its_token(settings: Settings) -> None:
-    from tests.conftest import LiveServer
-
     with LiveServer(settings.model_copy(update={"require_tokens": True})) as server:
         engine = create_engine(settings.database_url)
         reader = TokenStore(engine).create("dash", "reader").token
@@ -220,12 +218,6 @@ def test_tokens_cli_stores_only_a_hash_and_audits(
     assert [tuple(a) for a in audit] == [("create-token", token_id), ("revoke-token", token_id)]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _serve(database_url: str, warehouse: Path, *flags: str) -> subprocess.Popen[str]:
     env = {**os.environ, "COORDINATOR_DATABASE_URL": database_url, "COORDINATOR_WAREHOUSE": str(warehouse)}
     return subprocess.Popen(
@@ -250,26 +242,26 @@ def _first_json_line(process: subprocess.Popen[str], needle: str) -> dict[str, A
 
 
 def test_open_bind_without_tokens_refuses_to_start(database_url: str, warehouse: Path) -> None:
-    with _serve(database_url, warehouse, "--host", "0.0.0.0", "--port", str(_free_port())) as refused:
+    with _serve(database_url, warehouse, "--host", "0.0.0.0", "--port", str(free_port())) as refused:
         assert refused.wait(timeout=60) == 2
         line = _first_json_line_from_text(refused)
     assert line["level"] == "ERROR"
     assert "COORDINATOR_REQUIRE_TOKENS" in line["message"]
 
-    port = _free_port()
+    port = free_port()
     with _serve(database_url, warehouse, "--port", str(port)) as loopback:
         try:
             warning = _first_json_line(loopback, "no access control")
             assert warning["level"] == "WARNING"
-            _wait_healthy(port)
+            wait_healthy(f"http://127.0.0.1:{port}")
         finally:
             loopback.terminate()
 
-    port = _free_port()
+    port = free_port()
     flags = ("--host", "0.0.0.0", "--port", str(port), "--require-tokens")
     with _serve(database_url, warehouse, *flags) as protected:
         try:
-            _wait_healthy(port)
+            wait_healthy(f"http://127.0.0.1:{port}")
             assert httpx.get(f"http://127.0.0.1:{port}/tables").status_code == 401
         finally:
             protected.terminate()
@@ -280,17 +272,6 @@ def _first_json_line_from_text(process: subprocess.Popen[str]) -> dict[str, Any]
     lines = [json.loads(line) for line in process.stderr.read().splitlines() if line.startswith("{")]
     assert lines, "the refusal was not logged"
     return lines[-1]  # type: ignore[no-any-return]
-
-
-def _wait_healthy(port: int) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise AssertionError("the coordinator did not answer /health")
 
 
 class _Authed:

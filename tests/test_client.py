@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -45,6 +44,7 @@ from coordinator_client import (
     TransportError,
     Unauthorized,
 )
+from tests.conftest import free_port
 
 DT = "2024-01-01"
 PARTITION = {"dt": DT}
@@ -58,18 +58,11 @@ def anyio_backend() -> str:
 # ---------------------------------------------------------------- a real server
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 def server_url(tmp_path: Path) -> Iterator[str]:
     settings = Settings(database_url=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
     config = uvicorn.Config(
-        create_app(settings), host="127.0.0.1", port=_free_port(), log_level="warning", ws="none"
+        create_app(settings), host="127.0.0.1", port=free_port(), log_level="warning", ws="none"
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="coordinator-test-server", daemon=True)

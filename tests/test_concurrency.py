@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,18 +14,11 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from coordinator_client import CommitResponse, CoordinatorClient
-from tests.conftest import OWNED_TABLES
+from tests.conftest import OWNED_TABLES, free_port, wait_healthy
 from tests.paimon_files import PaimonTable, pypaimon_rows
 
 WRITERS = 8
 COMMITS = 25
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class ServiceProcess:
@@ -56,15 +47,7 @@ class ServiceProcess:
         )
 
     def wait_ready(self) -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, "coordinator exited at start"
-            try:
-                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        raise TimeoutError("coordinator did not become healthy")
+        wait_healthy(self.url, self.process)
 
     def stop(self) -> None:
         self.process.terminate()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +20,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from coordinator_client import Conflict, CoordinatorClient
+from tests.conftest import free_port, wait_healthy
 from tests.paimon_files import PaimonTable, create_table
 
 DT = "2024-01-01"
@@ -127,16 +127,10 @@ def _identifiers(query: str) -> set[str]:
 # ---------------------------------------------------------------- logs
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def served(database_url: str, warehouse: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """`coordinator serve` in its own process, its log going to a file."""
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "coordinator.log"
     env = {**os.environ, "COORDINATOR_DATABASE_URL": database_url, "COORDINATOR_WAREHOUSE": str(warehouse)}
     with (
@@ -147,15 +141,7 @@ def served(database_url: str, warehouse: Path, tmp_path: Path) -> Iterator[tuple
     ):
         url = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if httpx.get(f"{url}/health").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.1)
+            wait_healthy(url, process)
             yield url, log
         finally:
             process.terminate()

@@ -153,8 +153,3 @@ class TokenStore:
                 .values(revoked_at=time.time())
             )
         return bool(result.rowcount == 1)
-
-    def any_live(self) -> bool:
-        with self._engine.connect() as conn:
-            live = select(TokenRow.id).where(TokenRow.revoked_at.is_(None)).limit(1)
-            return conn.execute(live).first() is not None

@@ -62,6 +62,5 @@ def table_writer(table_id: str, principal: Caller) -> Principal:
     return principal
 
 
-Reader = Annotated[Principal, Depends(reader)]
 Admin = Annotated[Principal, Depends(admin)]
 TableWriter = Annotated[Principal, Depends(table_writer)]

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Protocol
 
 from sqlalchemy import Connection
+
+
+def process_owner() -> str:
+    """This service process as lock owners name it (host and pid), so ops can tell who holds a lock."""
+    return f"{os.uname().nodename}-{os.getpid()}"
 
 
 @dataclass(frozen=True)

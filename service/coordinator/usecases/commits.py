@@ -12,7 +12,6 @@ the next commit's reconcile, which also adopts snapshots that writers outside th
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 import uuid
@@ -29,7 +28,7 @@ from coordinator.domain.conflicts import Conflict, check_base_snapshot, check_co
 from coordinator.domain.manifest_merge import merge_manifests
 from coordinator.domain.plan import SnapshotPlan, plan_snapshots, record_count_delta, with_live_metadata
 from coordinator.errors import CommitConflict, InvalidRequest, LockUnavailable, TableNotFound
-from coordinator.locks.base import Lease, LockBackend
+from coordinator.locks.base import Lease, LockBackend, process_owner
 from coordinator.locks.renewal import LeaseKeeper
 from coordinator.observability.commit_events import CommitEvents
 from coordinator.observability.metrics import Metrics
@@ -124,7 +123,7 @@ class Committer:
         self._states = TableStates(fileio)
         self._queues: dict[str, CommitQueue] = {}
         self._queues_guard = threading.Lock()
-        self._instance = f"{os.uname().nodename}-{os.getpid()}"
+        self._instance = process_owner()
         self._metrics = metrics
         self._events = CommitEvents(metrics)
         self._in_flight: dict[int, tuple[str, PendingCommit]] = {}

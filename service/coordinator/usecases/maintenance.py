@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import threading
 import time
 import uuid
@@ -35,7 +34,7 @@ from coordinator.errors import (
     TagAlreadyExists,
     TagNotFound,
 )
-from coordinator.locks.base import Lease, LockBackend
+from coordinator.locks.base import Lease, LockBackend, process_owner
 from coordinator.locks.lock_table import MAX_POLL_SECONDS
 from coordinator.locks.renewal import LeaseKeeper
 from coordinator.observability.metrics import Metrics
@@ -127,7 +126,7 @@ class Maintenance:
         self._lease_seconds = lease_seconds
         self._acquire_timeout = acquire_timeout_seconds
         self._metrics = metrics
-        self._instance = f"{os.uname().nodename}-{os.getpid()}"
+        self._instance = process_owner()
         self._earliest: dict[str, tuple[int, int]] = {}
         """Per table, the earliest snapshot's id and commit time as last seen: the cheap test that
         spares a commit any storage access when nothing can expire."""
