@@ -415,6 +415,21 @@ class HealthResponse(_Model):
     warehouse: str
 
 
+class BucketSequenceModel(_Model):
+    """The highest sequence number among a bucket's live files: a writer numbers its rows after it."""
+
+    partition: dict[str, JsonValue]
+    bucket: int
+    max_sequence_number: int
+
+
+class SequenceNumbersResponse(_Model):
+    """Per (partition, bucket) with live files at the snapshot; a bucket not listed starts at 0."""
+
+    snapshot_id: int | None = Field(description="the latest snapshot when asked; null before the first")
+    buckets: list[BucketSequenceModel]
+
+
 # ---------------------------------------------------------------- maintenance
 
 REF_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}$"
