@@ -73,6 +73,7 @@ from coordinator_client.models import (
     ReleaseLockResponse,
     RollbackRequest,
     RollbackResponse,
+    SequenceNumbersResponse,
     SetConsumerRequest,
     SetOptionsRequest,
     SnapshotListResponse,
@@ -313,6 +314,15 @@ class _Api:
         send = _Send("GET", _path("tables", table_id, "files"), params=params)
         return (yield from self.call(send, FileListResponse))
 
+    def sequence_numbers(
+        self, table_id: str, partition: Mapping[str, Any] | None
+    ) -> _Flow[SequenceNumbersResponse]:
+        params: dict[str, str | int] = {}
+        if partition is not None:
+            params["partition"] = json.dumps(dict(partition), separators=(",", ":"))
+        send = _Send("GET", _path("tables", table_id, "sequence-numbers"), params=params)
+        return (yield from self.call(send, SequenceNumbersResponse))
+
     # ------------------------------------------------------------ maintenance
 
     def set_options(
@@ -534,6 +544,13 @@ class CoordinatorClient:
         """The live data files at `snapshot` (the latest by default), optionally of one partition."""
         return self._run(self._api.live_files(table_id, snapshot, partition))
 
+    def sequence_numbers(
+        self, table_id: str, partition: Mapping[str, Any] | None = None
+    ) -> SequenceNumbersResponse:
+        """The highest sequence number per (partition, bucket) of the latest live files, optionally of
+        one partition: what a writer numbers its next files after."""
+        return self._run(self._api.sequence_numbers(table_id, partition))
+
     # ------------------------------------------------------------ maintenance
 
     def set_options(
@@ -729,6 +746,11 @@ class AsyncCoordinatorClient:
         self, table_id: str, snapshot: int | None = None, partition: Mapping[str, Any] | None = None
     ) -> FileListResponse:
         return await self._run(self._api.live_files(table_id, snapshot, partition))
+
+    async def sequence_numbers(
+        self, table_id: str, partition: Mapping[str, Any] | None = None
+    ) -> SequenceNumbersResponse:
+        return await self._run(self._api.sequence_numbers(table_id, partition))
 
     # ------------------------------------------------------------ maintenance
 

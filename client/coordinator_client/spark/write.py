@@ -155,11 +155,10 @@ def _overwrite_spec(mode: str, partition: Mapping[str, Any] | None, dynamic: boo
 
 def _next_sequence(client: CoordinatorClient, layout: TableLayout) -> dict[str, int]:
     """Per bucket directory, the sequence number after the highest one of its live files."""
-    out: dict[str, int] = {}
-    for f in client.live_files(layout.table_id).files:
-        directory = layout.directory_of(f)
-        out[directory] = max(out.get(directory, 0), f.max_sequence_number + 1)
-    return out
+    return {
+        layout.bucket_path(layout.partition_values(b.partition), b.bucket): b.max_sequence_number + 1
+        for b in client.sequence_numbers(layout.table_id).buckets
+    }
 
 
 def _number_append_files(files: list[WrittenFile], next_sequence: Mapping[str, int]) -> list[WrittenFile]:
