@@ -72,8 +72,10 @@ class Reads:
             TableNotFound, SnapshotNotFound.
         """
         table = self._tables.get(table_id)
-        if snapshot_id is None and self._tables.latest_snapshot_id(table_id) == 0:
-            return None, []
+        if snapshot_id is None:
+            snapshot_id = self._tables.latest_snapshot_id(table_id)
+            if snapshot_id == 0:
+                return None, []
         snapshot = self.snapshot(table_id, snapshot_id)
         return snapshot, ManifestStore.for_table(self._fileio, table).scan(snapshot)
 
