@@ -48,6 +48,7 @@ class Hold:
         self.leases = leases
         self._clock = clock
         self._released: set[str] = set()
+        self.keepers: list[LeaseKeeper] = []
 
     def fence(self, conn: Connection) -> None:
         """Inside the change's transaction: every lease is still ours, or nothing is written.
@@ -76,16 +77,22 @@ class Hold:
 
     def release_in(self, conn: Connection) -> None:
         """Release every lease as part of the caller's transaction; the hold's end then does nothing."""
+        self._stop_renewing()
         for table_id, lease in self.leases.items():
             if table_id not in self._released:
                 self._locks.release_in(conn, lease)
                 self._released.add(table_id)
 
     def release(self) -> None:
+        self._stop_renewing()
         for table_id, lease in self.leases.items():
             if table_id not in self._released:
                 self._released.add(table_id)
                 self._locks.release(lease)
+
+    def _stop_renewing(self) -> None:
+        for keeper in self.keepers:
+            keeper.stop()
 
 
 class TableHolds:
@@ -136,10 +143,12 @@ class TableHolds:
         try:
             with ExitStack() as keepers:
                 for lease in leases.values():
-                    keepers.enter_context(LeaseKeeper(self._locks, lease, self._lease_seconds))
+                    hold.keepers.append(
+                        keepers.enter_context(LeaseKeeper(self._locks, lease, self._lease_seconds))
+                    )
                 yield hold
         except Conflict as conflict:
-            raise CommitConflict(conflict_model(conflict)) from None
+            raise CommitConflict(unplaced_conflict(conflict)) from None
         finally:
             hold.release()
             self._metrics.lock_hold_seconds.labels(holder).observe(time.perf_counter() - acquired)
@@ -152,8 +161,8 @@ class TableHolds:
         self._locks.release(lease)
 
 
-def conflict_model(conflict: Conflict) -> ConflictModel:
-    """The wire form of a conflict that names no partition or winning snapshot (LOCK_LOST and the like)."""
+def unplaced_conflict(conflict: Conflict) -> ConflictModel:
+    """The wire form of a conflict without its partition and winning snapshot, which need the table."""
     return ConflictModel(
         type=conflict.type,
         message=conflict.message,
