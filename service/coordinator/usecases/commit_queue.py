@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from coordinator.domain.committable import ResolvedCommittable
 from coordinator_client.format.snapshot import Snapshot
-from coordinator_client.models import CommitResponse
+from coordinator_client.models import CommitResponse, InFlightCommitModel
 
 
 @dataclass(eq=False)
@@ -124,10 +124,23 @@ class InFlight:
             with self._guard:
                 del self._pending[id(pending)]
 
-    def oldest_first(self) -> list[tuple[str, PendingCommit]]:
+    def listing(self) -> list[InFlightCommitModel]:
+        """Oldest first, each with the phase it is in and the phases it went through."""
         with self._guard:
-            pending = list(self._pending.values())
-        return sorted(pending, key=lambda p: p[1].started)
+            pending = sorted(self._pending.values(), key=lambda p: p[1].started)
+        now = time.perf_counter()
+        return [
+            InFlightCommitModel(
+                table_id=table_id,
+                commit_user=member.resolved.commit_user,
+                identifier=member.resolved.identifier,
+                phase=member.current,
+                started_at=member.started_at,
+                elapsed_ms=round((now - member.started) * 1000, 3),
+                timings=dict(member.timings),
+            )
+            for table_id, member in pending
+        ]
 
 
 TakeGroup = Callable[[], list[PendingCommit]]

@@ -9,7 +9,7 @@ A commit's snapshots travel in one form, `SnapshotRef`, in answers and in histor
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine
 
@@ -33,6 +33,56 @@ class TableChange:
     previous_id: int
     snapshots: list[SnapshotFile]
     history: list[repo.NewCommit]
+
+
+@dataclass
+class GroupResult:
+    """How each member of a group was decided under the lock; answered after the finishing transaction."""
+
+    committed: list[PendingCommit] = field(default_factory=list)
+    rejected: list[tuple[PendingCommit, ConflictModel]] = field(default_factory=list)
+    replayed: list[tuple[PendingCommit, CommitResponse | CommitConflict]] = field(default_factory=list)
+    later: list[PendingCommit] = field(default_factory=list)
+    """Left for the next group: a resend racing its original, or what followed a mid-commit rejection."""
+
+    def reject_all(self, model: ConflictModel) -> None:
+        """The commit point failed for the whole group: whoever was decided is rejected with `model`."""
+        decided = [*self.committed, *(m for m, _ in self.rejected)]
+        for member in decided:
+            member.snapshots.clear()
+        self.committed, self.rejected = [], [(m, model) for m in decided]
+
+    def answer(self) -> None:
+        for member in self.committed:
+            response = CommitResponse(
+                snapshots=refs(member.snapshots),
+                deduplicated=False,
+                timings=member.timings,
+                group_size=len(self.committed),
+            )
+            member.succeed(response)
+        for member, conflict in self.rejected:
+            member.fail(CommitConflict(conflict))
+        for member, answer in self.replayed:
+            if isinstance(answer, CommitConflict):
+                member.fail(answer)
+            else:
+                member.succeed(answer)
+
+
+def replay_recorded(engine: Engine, table: Table, group: Sequence[PendingCommit]) -> GroupResult:
+    """After the commit point hit a unique index: every member answers from what is recorded."""
+    result = GroupResult()
+    with read_only(engine) as conn:
+        context = group_context(conn, table, group)
+    for member in group:
+        member.snapshots.clear()
+        stored = context.recorded(member.key, member.idempotency_key)
+        if stored is None:
+            member.fail(RuntimeError("the commit point hit a unique index without a recorded commit"))
+        else:
+            result.replayed.append((member, recorded_answer(stored)))
+    return result
 
 
 def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:

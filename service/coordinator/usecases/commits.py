@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
@@ -23,71 +21,35 @@ from coordinator.clock import Clock
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
 from coordinator.domain.committable import ResolvedCommittable, resolve_committable
-from coordinator.domain.conflicts import Conflict, check_base_snapshot, check_conflicts
-from coordinator.domain.manifest_merge import merge_manifests
-from coordinator.domain.plan import SnapshotPlan, plan_snapshots, with_live_metadata
-from coordinator.domain.snapshot import ManifestLists, next_snapshot
+from coordinator.domain.conflicts import Conflict
 from coordinator.errors import CommitConflict, InvalidRequest, LockUnavailable, TableNotFound
 from coordinator.observability.commit_events import CommitEvents, Outcome
 from coordinator.observability.metrics import Metrics
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.commit_queue import CommitQueue, InFlight, PendingCommit, TakeGroup, timed_together
 from coordinator.usecases.commit_records import (
+    GroupResult,
     TableChange,
     commit_point,
     conflict_model,
     group_context,
     history_row,
     recorded_answer,
-    refs,
+    replay_recorded,
 )
 from coordinator.usecases.publication import Publication
 from coordinator.usecases.snapshot_file import SnapshotFile
+from coordinator.usecases.snapshot_writer import write_snapshots
 from coordinator.usecases.table_hold import Hold, TableHolds
 from coordinator.usecases.table_state import TableState, TableStates
 from coordinator.usecases.tables import Table, Tables
-from coordinator_client.models import CommitRequest, CommitResponse, ConflictModel, InFlightCommitModel
+from coordinator_client.models import CommitRequest, CommitResponse, InFlightCommitModel
 
 MAX_GROUP = 32
 """At most this many queued committables are committed in one lock hold."""
 
 AfterCommit = Callable[[str, int], None]
 """Called with (table id, latest snapshot id) once a commit stands; it must not raise."""
-
-
-@dataclass
-class _GroupResult:
-    """How each member of a group was decided under the lock; answered after the finishing transaction."""
-
-    committed: list[PendingCommit] = field(default_factory=list)
-    rejected: list[tuple[PendingCommit, ConflictModel]] = field(default_factory=list)
-    replayed: list[tuple[PendingCommit, CommitResponse | CommitConflict]] = field(default_factory=list)
-    later: list[PendingCommit] = field(default_factory=list)
-    """Left for the next group: a resend racing its original, or what followed a mid-commit rejection."""
-
-    def reject_all(self, model: ConflictModel) -> None:
-        """The commit point failed for the whole group: whoever was decided is rejected with `model`."""
-        decided = [*self.committed, *(m for m, _ in self.rejected)]
-        for member in decided:
-            member.snapshots.clear()
-        self.committed, self.rejected = [], [(m, model) for m in decided]
-
-    def answer(self) -> None:
-        for member in self.committed:
-            response = CommitResponse(
-                snapshots=refs(member.snapshots),
-                deduplicated=False,
-                timings=member.timings,
-                group_size=len(self.committed),
-            )
-            member.succeed(response)
-        for member, conflict in self.rejected:
-            member.fail(CommitConflict(conflict))
-        for member, answer in self.replayed:
-            if isinstance(answer, CommitConflict):
-                member.fail(answer)
-            else:
-                member.succeed(answer)
 
 
 class Committer:
@@ -164,19 +126,7 @@ class Committer:
 
     def in_flight(self) -> list[InFlightCommitModel]:
         """The commits this instance is working on, oldest first, with the phase each is in."""
-        now = time.perf_counter()
-        return [
-            InFlightCommitModel(
-                table_id=table_id,
-                commit_user=member.resolved.commit_user,
-                identifier=member.resolved.identifier,
-                phase=member.current,
-                started_at=member.started_at,
-                elapsed_ms=round((now - member.started) * 1000, 3),
-                timings=dict(member.timings),
-            )
-            for table_id, member in self._in_flight.oldest_first()
-        ]
+        return self._in_flight.listing()
 
     def queued(self, table_id: str) -> int:
         """Commits to this table waiting in this process for the current group to finish."""
@@ -235,13 +185,13 @@ class Committer:
         result.answer()
         return result.later
 
-    def _decide(self, table: Table, group: list[PendingCommit], hold: Hold) -> _GroupResult:
+    def _decide(self, table: Table, group: list[PendingCommit], hold: Hold) -> GroupResult:
         with timed_together(group, "reconcile"):
             with read_only(self._engine) as conn:
                 context = group_context(conn, table, group)
                 unpublished = repo.unpublished_snapshots(conn, table.id) if context.has_unpublished else []
             state = self.publication.catch_up(table, context.latest_snapshot_id, unpublished)
-        result = _GroupResult()
+        result = GroupResult()
         previous_id = state.snapshot_id
         taken: set[tuple[str, int] | str] = set()
         try:
@@ -255,7 +205,7 @@ class Committer:
                     result.later.append(member)  # a resend racing its original is decided after it
                     continue
                 taken |= claims
-                if not self._build(table, state, member, group, result):
+                if not self._decide_member(table, state, member, group, result):
                     # Part of this committable already advanced the in-memory state: the rest of the
                     # group waits for a state rebuilt from what is committed.
                     result.later.extend(group[index + 1 :])
@@ -277,7 +227,7 @@ class Committer:
         except IntegrityError:
             # A unique index saw a commit this group's context did not: answer from what is recorded.
             self._discard(table, state)
-            return self._answer_recorded(table, group)
+            return replay_recorded(self._engine, table, group)
         except BaseException:
             self._discard(table, state)
             raise
@@ -286,23 +236,19 @@ class Committer:
             self.publication.write(table, files)
         return result
 
-    def _build(
+    def _decide_member(
         self,
         table: Table,
         state: TableState,
         member: PendingCommit,
         group: list[PendingCommit],
-        result: _GroupResult,
+        result: GroupResult,
     ) -> bool:
-        """Plan, check and write one member's snapshots on top of `state`; False when a rejection came
+        """Write one member's snapshots on top of `state`, or reject it; False when the rejection came
         after part of it had advanced the state."""
         mark = state.manifests.checkpoint()
         try:
-            with member.timed("conflictCheck"):
-                check_base_snapshot(member.resolved.base_snapshot_id, state.snapshot_id)
-                plans = plan_snapshots(member.resolved, state.live, table.shape)
-            for plan in plans:
-                self._build_snapshot(table, state, plan, member)
+            write_snapshots(table, state, member, self._clock)
         except Conflict as conflict:
             state.manifests.discard_since(mark)
             built = [s for m in group for s in m.snapshots]
@@ -314,60 +260,11 @@ class Committer:
         result.committed.append(member)
         return True
 
-    def _build_snapshot(
-        self, table: Table, state: TableState, plan: SnapshotPlan, member: PendingCommit
-    ) -> None:
-        shape = table.shape
-        with member.timed("conflictCheck"):
-            plan = replace(plan, entries=with_live_metadata(plan.entries, state.live))
-            check_conflicts(
-                state.live,
-                plan.entries,
-                check_bucket_count=plan.check_bucket_count,
-                decode_key=shape.decode_key if shape.has_primary_key else None,
-            )
-        with member.timed("manifestWrite"):
-            manifests = state.manifests
-            base = merge_manifests(state.data_manifests, state.options, manifests.read, manifests.write)
-            delta = manifests.write(list(plan.entries)) if plan.entries else []
-            changelog = manifests.write(list(plan.changelog)) if plan.changelog else None
-            lists = ManifestLists(
-                base=manifests.write_list(base),
-                delta=manifests.write_list(delta),
-                changelog=manifests.write_list(changelog) if changelog is not None else None,
-            )
-            snapshot = next_snapshot(
-                state.snapshot,
-                plan,
-                lists,
-                member.resolved,
-                schema_id=shape.schema.id,
-                now_millis=self._clock.millis(),
-                snapshot_uuid=str(uuid.uuid4()),
-            )
-            state.live.apply(plan.entries, snapshot.id)
-            state.snapshot = snapshot
-            state.data_manifests = base + delta
-            member.snapshots.append(snapshot)
-
     def _discard(self, table: Table, state: TableState) -> None:
         state.manifests.discard_since(0)
         self._states.invalidate(table.id)
 
-    def _answer_recorded(self, table: Table, group: list[PendingCommit]) -> _GroupResult:
-        result = _GroupResult()
-        with read_only(self._engine) as conn:
-            context = group_context(conn, table, group)
-        for member in group:
-            member.snapshots.clear()
-            stored = context.recorded(member.key, member.idempotency_key)
-            if stored is None:
-                member.fail(RuntimeError("the commit point hit a unique index without a recorded commit"))
-            else:
-                result.replayed.append((member, recorded_answer(stored)))
-        return result
-
-    def _finish(self, table: Table, result: _GroupResult, hold: Hold) -> None:
+    def _finish(self, table: Table, result: GroupResult, hold: Hold) -> None:
         """One transaction after publishing: mark the snapshots published, complete the history (phase
         timings, rejections) and release the lock; losing it in a crash only means publishing again."""
         finished = time.perf_counter()
