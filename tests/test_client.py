@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import httpx
 import pyarrow as pa
@@ -23,6 +23,7 @@ import uvicorn
 import coordinator_client
 import coordinator_client.client as client_module
 from coordinator.app import create_app
+from coordinator.errors import CoordinatorError
 from coordinator.settings import Settings
 from coordinator_client import (
     ApiError,
@@ -44,6 +45,8 @@ from coordinator_client import (
     TransportError,
     Unauthorized,
 )
+from coordinator_client.format.snapshot import CommitKind as FormatCommitKind
+from coordinator_client.models import CommitKind, ErrorCode
 from tests.conftest import free_port
 
 DT = "2024-01-01"
@@ -526,6 +529,12 @@ async def test_errors_map_to_the_tree(mode: str) -> None:
         await _call(mode, network, "list_tables")
     assert gateway.value.code == "HTTP_502"
     assert "bad gateway" in gateway.value.message
+    assert gateway.value.body is None
+    network = Network(_error(405, "METHOD_NOT_ALLOWED"))
+    with pytest.raises(ApiError) as unknown:
+        await _call(mode, network, "get_table", "db.t")
+    assert (unknown.value.code, unknown.value.message) == ("METHOD_NOT_ALLOWED", "method_not_allowed")
+    assert unknown.value.body is None  # not a code of the contract: no ErrorResponse, but its own code
 
 
 @pytest.mark.anyio
@@ -573,3 +582,17 @@ def test_all_is_sorted_and_importable() -> None:
         assert getattr(module, name) is not None
     for name in ("CoordinatorClient", "AsyncCoordinatorClient", "CommitStateUnknown", "CommitRequest"):
         assert name in names
+
+
+def _subclasses(cls: type[CoordinatorError]) -> set[type[CoordinatorError]]:
+    direct = set(cls.__subclasses__())
+    return direct.union(*(_subclasses(sub) for sub in direct))
+
+
+def test_the_contracts_literals_are_the_services_values() -> None:
+    """Every error code the service renders is an ErrorCode, and every ErrorCode is rendered by a class;
+    CommitKind is the format's commit kinds."""
+    importlib.import_module("coordinator.locks.hive_metastore")  # MetastoreUnavailable lives there
+    classes = _subclasses(CoordinatorError) | {CoordinatorError}
+    assert {cls.code for cls in classes} == set(get_args(ErrorCode))
+    assert [kind.value for kind in FormatCommitKind] == list(get_args(CommitKind))

@@ -148,9 +148,13 @@ class CommitRequest(_Request):
     messages: list[CommitMessageModel] = Field(default_factory=list)
 
 
+CommitKind = Literal["APPEND", "COMPACT", "OVERWRITE", "ANALYZE"]
+"""What a snapshot's commit did: Paimon's Snapshot.CommitKind (format.snapshot.CommitKind, as a string)."""
+
+
 class SnapshotRef(_Model):
     id: int
-    commit_kind: str
+    commit_kind: CommitKind
 
 
 class CommitResponse(_Model):
@@ -168,11 +172,27 @@ class CommitResponse(_Model):
 class WinningSnapshot(_Model):
     id: int
     commit_user: str
-    commit_kind: str
+    commit_kind: CommitKind
+
+
+ConflictType = Literal[
+    "BASE_SNAPSHOT_MOVED",
+    "BUCKET_COUNT_CHANGED",
+    "DELETED_FILE_MISSING",
+    "DUPLICATE_FILE",
+    "LATEST_SNAPSHOT_MOVED",
+    "LOCK_LOST",
+    "LSM_KEY_RANGE_OVERLAP",
+    "TABLE_CHANGED",
+]
+"""Why a commit was rejected. The first five are Paimon's conflict checks (the matrix in the service's
+domain/conflicts.py); the others happen at the commit point: another commit moved the table while this
+one held the lock (LATEST_SNAPSHOT_MOVED), the lock's lease ran out (LOCK_LOST), or the table was dropped,
+re-created or changed under the commit (TABLE_CHANGED)."""
 
 
 class ConflictModel(_Model):
-    type: str
+    type: ConflictType
     message: str
     partition: dict[str, JsonValue] | None = None
     bucket: int | None = None
@@ -181,10 +201,30 @@ class ConflictModel(_Model):
     retryable: bool = False
 
 
+ErrorCode = Literal[
+    "COMMIT_CONFLICT",
+    "COMMIT_NOT_FOUND",
+    "CONSUMER_NOT_FOUND",
+    "FORBIDDEN",
+    "INTERNAL",
+    "INVALID_REQUEST",
+    "LOCK_UNAVAILABLE",
+    "METASTORE_UNAVAILABLE",
+    "PAYLOAD_TOO_LARGE",
+    "SNAPSHOT_NOT_FOUND",
+    "TABLE_ALREADY_EXISTS",
+    "TABLE_NOT_FOUND",
+    "TAG_ALREADY_EXISTS",
+    "TAG_NOT_FOUND",
+    "UNAUTHENTICATED",
+]
+"""The `code` of an ErrorResponse: one per error class of the service (coordinator.errors)."""
+
+
 class ErrorResponse(_Model):
     """Every 4xx/5xx body: a stable code, a message, the offending field and, on 409, the conflict."""
 
-    code: str
+    code: ErrorCode
     message: str
     field: str | None = None
     conflict: ConflictModel | None = None
@@ -235,7 +275,7 @@ class SnapshotModel(_Model):
     schema_id: int
     commit_user: str
     commit_identifier: int
-    commit_kind: str
+    commit_kind: CommitKind
     time_millis: int
     total_record_count: int
     delta_record_count: int
