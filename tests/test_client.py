@@ -21,7 +21,7 @@ import pytest
 import uvicorn
 
 import coordinator_client
-import coordinator_client.client as client_module
+import coordinator_client._flows as flows
 from coordinator.app import create_app
 from coordinator.errors import CoordinatorError
 from coordinator.settings import Settings
@@ -336,8 +336,8 @@ def _error(status: int, code: str, **extra: Any) -> httpx.Response:
 
 @pytest.fixture(params=["sync", "async"])
 def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(client_module, "_COMMIT_SEND_DELAYS", (0.0, 0.0, 0.0))
-    monkeypatch.setattr(client_module, "_OUTCOME_QUERY_DELAYS", (0.0, 0.0, 0.0))
+    monkeypatch.setattr(flows, "COMMIT_SEND_DELAYS", (0.0, 0.0, 0.0))
+    monkeypatch.setattr(flows, "OUTCOME_QUERY_DELAYS", (0.0, 0.0, 0.0))
     assert isinstance(request.param, str)
     return request.param
 
@@ -378,7 +378,7 @@ def test_retry_after_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     network = Network(_busy("3600"), _busy(None), httpx.Response(200, json={"now": 0, "locks": []}))
     with CoordinatorClient(BASE, transport=httpx.MockTransport(network)) as client:
         assert client.locks().locks == []
-    assert slept == [client_module.RETRY_AFTER_CAP_SECONDS, 1.0]  # capped; then backoff without a header
+    assert slept == [flows.RETRY_AFTER_CAP_SECONDS, 1.0]  # capped; then backoff without a header
 
 
 @pytest.mark.anyio
