@@ -12,13 +12,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, get_args
+from types import ModuleType
+from typing import Any, TypeVar, get_args, get_type_hints
 
 import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import uvicorn
+from pydantic import BaseModel
 
 import coordinator_client
 import coordinator_client._flows as flows
@@ -48,6 +50,8 @@ from coordinator_client import (
 from coordinator_client.format.snapshot import CommitKind as FormatCommitKind
 from coordinator_client.models import CommitKind, ErrorCode
 from tests.conftest import free_port
+
+_E = TypeVar("_E", bound=Exception)
 
 DT = "2024-01-01"
 PARTITION = {"dt": DT}
@@ -573,18 +577,49 @@ async def test_requests_are_built_as_the_api_expects(mode: str) -> None:
 # ---------------------------------------------------------------- the package
 
 
-def test_all_is_sorted_and_importable() -> None:
-    names = coordinator_client.__all__
-    assert names == sorted(names)
-    assert len(names) == len(set(names))
-    module = importlib.import_module("coordinator_client")
-    for name in names:
-        assert getattr(module, name) is not None
-    for name in ("CoordinatorClient", "AsyncCoordinatorClient", "CommitStateUnknown", "CommitRequest"):
-        assert name in names
+def _public_names(module: ModuleType, *, reexports: bool) -> set[str]:
+    """What a caller may import from `module`: every public name that is not a submodule; for a module
+    that is not a re-exporting package, only the names it defines (not what it imports)."""
+    return {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and not isinstance(value, ModuleType)
+        and (reexports or getattr(value, "__module__", None) == module.__name__)
+    }
 
 
-def _subclasses(cls: type[CoordinatorError]) -> set[type[CoordinatorError]]:
+@pytest.mark.parametrize(
+    ("name", "reexports"),
+    [("coordinator_client", True), ("coordinator_client.models", True), ("coordinator_client.errors", False)],
+)
+def test_all_is_exactly_the_public_names(name: str, reexports: bool) -> None:
+    """Like httpx's tests/test_exported_members.py: nothing public is left out of __all__, nothing extra
+    is in it (ruff's RUF022 keeps it sorted)."""
+    module = importlib.import_module(name)
+    assert len(module.__all__) == len(set(module.__all__))
+    assert set(module.__all__) == _public_names(module, reexports=reexports)
+
+
+def _models_in(annotation: object) -> set[type[BaseModel]]:
+    """The wire models an annotation names, and the models their fields name, transitively."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        inner = (_models_in(field.annotation) for field in annotation.model_fields.values())
+        return {annotation}.union(*inner)
+    return set().union(*(_models_in(arg) for arg in get_args(annotation)))
+
+
+@pytest.mark.parametrize("client_class", [CoordinatorClient, AsyncCoordinatorClient])
+def test_every_model_and_error_a_client_uses_is_exported(client_class: type) -> None:
+    methods = [m for n, m in vars(client_class).items() if callable(m) and not n.startswith("_")]
+    used = set().union(*(_models_in(hint) for m in methods for hint in get_type_hints(m).values()))
+    assert len(used) > 40  # the walk reaches the nested models (LockWaiterModel, TagModel...)
+    assert {model.__name__ for model in used} <= set(coordinator_client.__all__)
+    errors = _subclasses(CoordinatorClientError) | {CoordinatorClientError}
+    assert {error.__name__ for error in errors} <= set(coordinator_client.__all__)
+
+
+def _subclasses(cls: type[_E]) -> set[type[_E]]:
     direct = set(cls.__subclasses__())
     return direct.union(*(_subclasses(sub) for sub in direct))
 

@@ -2,21 +2,24 @@
 
     CoordinatorClientError
     ├── TransportError            no answer: connection failure, timeout (wraps the httpx error)
-    ├── ApiError                  the service answered with an ErrorResponse (status_code, code, message,
-    │   │                         field, body)
+    ├── ApiError                  the service answered with an error status (status_code, code, message,
+    │   │                         field, and body: the ErrorResponse, None when the answer is not one)
     │   ├── BadRequest            400, 413, 422: the request is invalid; `field` names the culprit
     │   ├── Unauthorized          401: no bearer token, or an unknown or revoked one
     │   ├── Forbidden             403: the token's role or grant does not cover the request
     │   ├── NotFound              404: no such table, snapshot, commit, tag or consumer
-    │   ├── Conflict              409: `conflict` (ConflictModel) of a commit conflict, `type`, `retryable`
-    │   ├── ServiceUnavailable    503: the service did nothing (table lock busy); `retry_after` seconds
+    │   ├── Conflict              409: a commit conflict (`conflict`, its `type` and `retryable`), or an
+    │   │                         existing table or tag
+    │   ├── ServiceUnavailable    503: the service did nothing (table lock busy, Hive Metastore down);
+    │   │                         `retry_after` seconds
     │   └── ServerError           any other 5xx
     ├── CommitStateUnknown        a commit's outcome could not be determined even after asking the service
     └── WriteAborted              a Spark write or compaction did not commit; its files were deleted
 
-Within a class, `code` tells the cases apart (e.g. TAG_NOT_FOUND from TABLE_NOT_FOUND, TAG_ALREADY_EXISTS
-from COMMIT_CONFLICT). Other statuses (e.g. 405) raise a plain ApiError. Invalid request *models* are
-rejected before anything is sent, with pydantic's ValidationError.
+Within a class, `code` (an ErrorCode of the wire contract) tells the cases apart (e.g. TAG_NOT_FOUND from
+TABLE_NOT_FOUND, TAG_ALREADY_EXISTS from COMMIT_CONFLICT). Other statuses (e.g. 405) raise a plain
+ApiError; an answer that is not an ErrorResponse keeps its own code, or gets HTTP_<status>. Invalid request
+*models* are rejected before anything is sent, with pydantic's ValidationError.
 """
 
 from __future__ import annotations
@@ -36,10 +39,12 @@ __all__ = [
     "CommitStateUnknown",
     "Conflict",
     "CoordinatorClientError",
+    "Forbidden",
     "NotFound",
     "ServerError",
     "ServiceUnavailable",
     "TransportError",
+    "Unauthorized",
     "WriteAborted",
     "api_error",
 ]
