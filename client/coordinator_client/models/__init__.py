@@ -8,8 +8,8 @@ The models live in private modules by API area (tables, commits, reads, maintena
 them from here.
 """
 
+from coordinator_client.format.snapshot import BATCH_IDENTIFIER
 from coordinator_client.models._base import (
-    BATCH_IDENTIFIER,
     FILE_NAME_PATTERN,
     INT32_MAX,
     INT64_MAX,

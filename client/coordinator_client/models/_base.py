@@ -7,8 +7,6 @@ from pydantic.alias_generators import to_camel
 
 INT64_MAX = 2**63 - 1
 INT32_MAX = 2**31 - 1
-BATCH_IDENTIFIER = INT64_MAX
-"""commitIdentifier of a batch commit (Paimon's Long.MAX_VALUE)."""
 
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_\-]{0,127}$"
 FILE_NAME_PATTERN = r"^[A-Za-z0-9_\-][A-Za-z0-9_\-.]{0,254}$"

@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import Field, JsonValue
 
+from coordinator_client.format.snapshot import BATCH_IDENTIFIER
 from coordinator_client.models._base import (
-    BATCH_IDENTIFIER,
     FILE_NAME_PATTERN,
     INT32_MAX,
     INT64_MAX,
