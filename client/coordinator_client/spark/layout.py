@@ -6,7 +6,6 @@ pickling, so executors never call the coordinator; they only read and write file
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -16,6 +15,7 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from coordinator_client.format.memory_size import parse_memory_size
 from coordinator_client.format.partition_path import bucket_dir, partition_path
 from coordinator_client.format.schema import SchemaField, TableSchema
 from coordinator_client.format.types import DataType, parse_type
@@ -38,8 +38,6 @@ _ARROW: dict[str, pa.DataType] = {
     "DOUBLE": pa.float64(),
     "DATE": pa.date32(),
 }
-_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
-_SIZE_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 
 def arrow_type(t: DataType) -> pa.DataType:
@@ -57,14 +55,6 @@ def arrow_type(t: DataType) -> pa.DataType:
         unit = "s" if precision == 0 else "ms" if precision <= 3 else "us" if precision <= 6 else "ns"
         return pa.timestamp(unit, tz="UTC" if t.root == "TIMESTAMP_LTZ" else None)
     raise ValueError(f"the Spark writer does not handle Paimon type {t}")
-
-
-def parse_size(text: str) -> int:
-    """Paimon's MemorySize text ('128 mb', '256MB', '1024') in bytes."""
-    match = _SIZE.match(text)
-    if match is None:
-        raise ValueError(f"not a size: {text!r}")
-    return int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
 
 
 def filesystem(location: str) -> tuple[pafs.FileSystem, str]:
@@ -160,7 +150,7 @@ class TableLayout:
     @property
     def target_file_size(self) -> int:
         default = "128 mb" if self.has_primary_key else "256 mb"
-        return parse_size(self.schema.options.get("target-file-size", default))
+        return parse_memory_size(self.schema.options.get("target-file-size", default))
 
     @property
     def compression(self) -> tuple[str, int | None]:
