@@ -1,6 +1,6 @@
 """What a Spark job needs to know of a Paimon table: column types, keys, buckets and where files go.
 
-The driver builds a TableLayout once from the coordinator's answer and ships it to the executors by
+The driver builds a SparkTable once from the coordinator's answer and ships it to the executors by
 pickling, so executors never call the coordinator; they only read and write files under the table.
 """
 
@@ -10,11 +10,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
-from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from coordinator_client.format.location import local_path
 from coordinator_client.format.memory_size import parse_memory_size
 from coordinator_client.format.partition_path import bucket_dir, partition_path
 from coordinator_client.format.schema import SchemaField, TableSchema
@@ -59,22 +59,24 @@ def arrow_type(t: DataType) -> pa.DataType:
 
 def filesystem(location: str) -> tuple[pafs.FileSystem, str]:
     """The pyarrow filesystem and root path of a table location (a local path or a URI)."""
-    if urlparse(location).scheme in ("", "file"):
-        return pafs.LocalFileSystem(), location.removeprefix("file://").rstrip("/")
+    local = local_path(location)
+    if local is not None:
+        return pafs.LocalFileSystem(), local
     fs, path = pafs.FileSystem.from_uri(location)
     return fs, path
 
 
 @dataclass(frozen=True)
-class TableLayout:
-    """A coordinator-managed table as its writers see it; picklable and cheap to ship."""
+class SparkTable:
+    """A coordinator-managed table as its Spark jobs see it: columns, keys, buckets and file paths;
+    picklable and cheap to ship."""
 
     table_id: str
     location: str
     schema: TableSchema
 
     @classmethod
-    def of(cls, table: TableResponse) -> TableLayout:
+    def of(cls, table: TableResponse) -> SparkTable:
         s = table.schema_
         fields = tuple(SchemaField(f.id, f.name, f.type, f.description) for f in s.fields)
         schema = TableSchema(
