@@ -18,6 +18,7 @@ from coordinator.storage.fileio import FileIO
 from coordinator.storage.layout import TableLayout
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.snapshots_on_storage import find_latest_snapshot_id, latest_schema_id
+from coordinator_client.format.location import local_path
 from coordinator_client.format.schema import SchemaField, TableSchema
 from coordinator_client.format.types import parse_type
 from coordinator_client.models import CreateTableRequest
@@ -150,9 +151,8 @@ class Tables:
             raise InvalidRequest(
                 "registering by location takes the schema from the table; send no fields", field="fields"
             )
-        location = (request.location or "").rstrip("/")
-        if location.startswith("file://"):
-            location = location[len("file://") :]
+        given = request.location or ""
+        location = local_path(given) or given.rstrip("/")
         layout = TableLayout(location)
         schema_id = latest_schema_id(self._fileio, layout)
         if schema_id is None:
