@@ -115,12 +115,11 @@ ConflictType = Literal[
     "LATEST_SNAPSHOT_MOVED",
     "LOCK_LOST",
     "LSM_KEY_RANGE_OVERLAP",
-    "TABLE_CHANGED",
 ]
 """Why a commit was rejected. The first five are Paimon's conflict checks (the matrix in the service's
 domain/conflicts.py); the others happen at the commit point: another commit moved the table while this
-one held the lock (LATEST_SNAPSHOT_MOVED), the lock's lease ran out (LOCK_LOST), or the table was dropped,
-re-created or changed under the commit (TABLE_CHANGED)."""
+one held the lock (LATEST_SNAPSHOT_MOVED), or the lock's lease ran out before the change was written
+(LOCK_LOST, for commits and maintenance alike)."""
 
 
 class ConflictModel(_Model):
