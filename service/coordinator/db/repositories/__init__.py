@@ -1,12 +1,21 @@
 """Every query the service runs on its own tables, as small functions over a SQLAlchemy connection.
 
 By subject: `tables` (registration and the commit point's pointer), `snapshots`, `commits` (the
-history), `dashboard` (the read model of aggregates) and `health`. The one exception is the lock table,
-whose statements live with the lease rules they implement in `coordinator.locks.lock_table`.
+history), `dashboard` (the read model of aggregates), `access` (tokens and the audit log) and `health`.
+The one exception is the lock table, whose statements live with the lease rules they implement in
+`coordinator.locks.lock_table`.
 
 Callers use `from coordinator.db import repositories as repo` and `repo.<name>`.
 """
 
+from coordinator.db.repositories.access import (
+    get_token,
+    insert_audit,
+    insert_token,
+    latest_audit,
+    list_tokens,
+    revoke_token,
+)
 from coordinator.db.repositories.commits import (
     NewCommit,
     StoredCommit,
@@ -66,19 +75,25 @@ __all__ = [
     "find_latest_attempt",
     "get_snapshot",
     "get_table",
+    "get_token",
     "group_context",
+    "insert_audit",
     "insert_commits",
     "insert_maintenance",
     "insert_snapshots",
     "insert_table",
+    "insert_token",
+    "latest_audit",
     "latest_rejections",
     "latest_snapshot_id",
     "list_commits",
     "list_snapshots",
     "list_tables",
+    "list_tokens",
     "mark_published",
     "ping",
     "rejections_by_type",
+    "revoke_token",
     "set_latest",
     "table_commit_counts",
     "tables_with_unpublished",
