@@ -3,7 +3,6 @@ token changes), who did them and when."""
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +36,4 @@ class AuditLog:
         """Newest first."""
         with self._engine.connect() as conn:
             rows = repo.latest_audit(conn, limit)
-        return [
-            AuditEntry(r.id, r.at, r.actor, r.action, r.target, json.loads(r.details) if r.details else None)
-            for r in rows
-        ]
+        return [AuditEntry(r.id, r.at, r.actor, r.action, r.target, r.details) for r in rows]

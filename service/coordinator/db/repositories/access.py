@@ -3,7 +3,6 @@ actions that belong to no table's history."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
@@ -65,7 +64,7 @@ def insert_audit(
             actor=actor,
             action=action,
             target=target,
-            details=json.dumps(details) if details is not None else None,
+            details=details,
         )
     )
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -94,13 +93,13 @@ def insert_commits(conn: Connection, table_id: str, commits: Sequence[NewCommit]
                 "commit_user": c.commit_user,
                 "identifier": c.identifier,
                 "outcome": c.outcome,
-                "snapshots": json.dumps(c.snapshots),
-                "timings": json.dumps(c.timings),
-                "conflict": json.dumps(c.conflict) if c.conflict is not None else None,
+                "snapshots": c.snapshots,
+                "timings": c.timings,
+                "conflict": c.conflict,
                 "idempotency_key": c.idempotency_key,
                 "created_at": c.created_at,
                 "action": c.action,
-                "details": json.dumps(c.details) if c.details is not None else None,
+                "details": c.details,
             }
             for c in commits
         ],
@@ -123,7 +122,7 @@ _UPDATE_TIMINGS = (
         CommitRow.identifier == bindparam("b_identifier"),
         CommitRow.outcome == "committed",
     )
-    .values(timings=bindparam("b_timings"))
+    .values(timings=bindparam("b_timings", type_=CommitRow.timings.type))
 )
 
 
@@ -135,10 +134,7 @@ def update_commit_timings(
     if timings:
         conn.execute(
             _UPDATE_TIMINGS,
-            [
-                {"b_table": table_id, "b_user": u, "b_identifier": i, "b_timings": json.dumps(t)}
-                for u, i, t in timings
-            ],
+            [{"b_table": table_id, "b_user": u, "b_identifier": i, "b_timings": t} for u, i, t in timings],
         )
 
 
@@ -157,11 +153,11 @@ def stored_commit(row: RowMapping) -> StoredCommit:
         commit_user=row["commit_user"],
         identifier=int(row["identifier"]),
         outcome=row["outcome"],
-        snapshots=json.loads(row["snapshots"]),
-        timings=json.loads(row["timings"]),
-        conflict=json.loads(row["conflict"]) if row["conflict"] else None,
+        snapshots=row["snapshots"],
+        timings=row["timings"],
+        conflict=row["conflict"],
         created_at=float(row["created_at"]),
         action=row["action"],
-        details=json.loads(row["details"]) if row["details"] else None,
+        details=row["details"],
         table_id=row["table_id"],
     )

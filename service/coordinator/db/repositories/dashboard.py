@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
-from sqlalchemy import JSON, Connection, Integer, and_, case, cast, func, select, type_coerce
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy import Connection, Integer, and_, case, cast, func, select
 
 from coordinator.db.models import CommitRow, TableRow
 from coordinator.db.repositories.commits import StoredCommit, stored_commit
@@ -51,7 +49,7 @@ def table_commit_counts(conn: Connection) -> list[TableCommitCounts]:
 def rejections_by_type(conn: Connection) -> dict[str, dict[str, int]]:
     """Rejected commit attempts by table, then by conflict type."""
     kinds = (
-        select(CommitRow.table_id, _conflict_type(conn).label("type"))
+        select(CommitRow.table_id, CommitRow.conflict["type"].as_string().label("type"))
         .where(CommitRow.action == "commit", CommitRow.outcome == "rejected")
         .subquery()
     )
@@ -94,7 +92,7 @@ def committed_timings(conn: Connection, since: float, limit: int) -> list[dict[s
         .order_by(CommitRow.created_at.desc())
         .limit(limit)
     ).scalars()
-    return [json.loads(t) for t in rows]
+    return list(rows)
 
 
 def latest_rejections(conn: Connection, limit: int) -> list[StoredCommit]:
@@ -106,16 +104,3 @@ def latest_rejections(conn: Connection, limit: int) -> list[StoredCommit]:
         .limit(limit)
     ).mappings()
     return [stored_commit(r) for r in rows]
-
-
-def _conflict_type(conn: Connection) -> ColumnElement[str]:
-    """The `type` of the conflict JSON kept in a TEXT column: PostgreSQL must cast the text to json to look
-    inside; SQLite and MySQL read JSON from text as it is (a CAST to JSON would turn it into a number in
-    SQLite)."""
-    doc = (
-        cast(CommitRow.conflict, JSON)
-        if conn.dialect.name == "postgresql"
-        else type_coerce(CommitRow.conflict, JSON)
-    )
-    kind: ColumnElement[str] = doc["type"].as_string()
-    return kind
