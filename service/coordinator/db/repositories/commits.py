@@ -12,21 +12,6 @@ from coordinator.db.repositories._rows import first
 
 
 @dataclass(frozen=True)
-class StoredCommit:
-    id: int
-    commit_user: str
-    identifier: int
-    outcome: str
-    snapshots: list[dict[str, object]]
-    timings: dict[str, float]
-    conflict: dict[str, object] | None
-    created_at: float
-    action: str = "commit"
-    details: dict[str, object] | None = None
-    table_id: str = ""
-
-
-@dataclass(frozen=True)
 class NewCommit:
     """One history row: a decided commit (committed with snapshots, or rejected with a conflict), or a
     maintenance action (outcome "done", with its details)."""
@@ -41,6 +26,14 @@ class NewCommit:
     created_at: float
     action: str = "commit"
     details: dict[str, object] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredCommit(NewCommit):
+    """A history row read back: the row as inserted, with its id and table."""
+
+    id: int
+    table_id: str
 
 
 def find_committed(conn: Connection, table_id: str, commit_user: str, identifier: int) -> StoredCommit | None:
@@ -159,5 +152,6 @@ def stored_commit(row: RowMapping) -> StoredCommit:
         created_at=float(row["created_at"]),
         action=row["action"],
         details=row["details"],
+        idempotency_key=row["idempotency_key"],
         table_id=row["table_id"],
     )
