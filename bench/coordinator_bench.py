@@ -35,9 +35,9 @@ from bench.data import (
 from bench.procs import launch_together
 from bench.stats import median_phases, summarize, window
 from bench.verify import verify_contention
+from coordinator_client.models import BATCH_IDENTIFIER
 from tests.paimon_files import PaimonTable
 
-BATCH_IDENTIFIER = 2**63 - 1
 MAX_ATTEMPTS = 20
 JSON_HEADERS = {"content-type": "application/json"}
 # A 10,000-message commit can take seconds; a timeout would only turn a slow answer into a resend.

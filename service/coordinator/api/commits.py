@@ -42,9 +42,6 @@ async def commit(
     result = await threads.run(services.committer.commit, table_id, body, idempotency_key=idempotency_key)
     if result.deduplicated:
         response.status_code = status.HTTP_200_OK
-    elif result.snapshots:
-        # Retention runs after the commit stands (snapshot.expire.execution-mode: sync here, or async).
-        await threads.run(services.maintenance.after_commit, table_id, result.snapshots[-1].id)
     return result
 
 
