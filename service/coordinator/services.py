@@ -43,6 +43,7 @@ class Services:
     tokens: TokenStore
     metrics: Metrics
     warehouse_root: str
+    clock: Clock
 
     @classmethod
     def start(cls, settings: Settings) -> Services:
@@ -68,17 +69,7 @@ class Services:
         for table_id in committer.recover():
             log.warning("published snapshots of %s that a crash left unpublished", table_id)
         reads = Reads(engine, fileio, tables)
-        maintenance = Maintenance(
-            engine,
-            fileio,
-            tables,
-            locks,
-            committer,
-            reads,
-            lease_seconds=lease_seconds,
-            acquire_timeout_seconds=settings.lock_acquire_timeout_seconds,
-            metrics=metrics,
-        )
+        maintenance = Maintenance(fileio, tables, reads, holds, committer, metrics=metrics, clock=clock)
         # Retention runs after a commit stands (snapshot.expire.execution-mode: sync, or async).
         committer.after_each_commit(maintenance.after_commit)
         operations = Operations(engine, locks, committer, AuditLog(engine), metrics)
@@ -96,6 +87,7 @@ class Services:
             TokenStore(engine),
             metrics,
             root,
+            clock,
         )
 
     def close(self) -> None:
