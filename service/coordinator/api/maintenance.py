@@ -15,6 +15,7 @@ from coordinator.api.deps import LockThreadsDep, ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, responses
 from coordinator.api.tables import table_response
 from coordinator.errors import (
+    CommitConflict,
     ConsumerNotFound,
     InvalidRequest,
     LockUnavailable,
@@ -46,7 +47,8 @@ router = APIRouter(
 )
 
 Name = Annotated[str, Path(pattern=REF_NAME_PATTERN)]
-_LOCKED = responses(TableNotFound, LockUnavailable)
+_LOCKED = responses(TableNotFound, CommitConflict, LockUnavailable)
+"""Actions that hold the table: busy past the acquire timeout (503), or fenced off it (409 LOCK_LOST)."""
 
 
 @router.patch("/options", responses={**_LOCKED, **responses(InvalidRequest)})
