@@ -376,6 +376,37 @@ async def test_503_gives_up_after_max_unavailable_retries(mode: str) -> None:
     assert len(network.requests) == 4  # the first try and max_unavailable_retries=3 retries
 
 
+def _lock_lost() -> httpx.Response:
+    conflict = {"type": "LOCK_LOST", "message": "the lease ran out", "retryable": True}
+    return _error(409, "COMMIT_CONFLICT", conflict=conflict)
+
+
+TAG = {"name": "t1", "snapshotId": 1, "schemaId": 0, "commitTime": 0, "recordCount": 0}
+
+
+@pytest.mark.anyio
+async def test_lock_lost_is_resent_like_a_503(mode: str) -> None:
+    """The service wrote nothing of a change whose lease ran out: commits and maintenance are resent."""
+    network = Network(_lock_lost(), httpx.Response(201, json=CREATED))
+    result = await _call(mode, network, "commit", "db.t", COMMIT)
+    assert [s.id for s in result.snapshots] == [5]
+    assert network.sent() == [("POST", "/tables/db.t/commits")] * 2
+    assert len(set(network.commit_keys())) == 1
+    network = Network(_lock_lost(), httpx.Response(201, json=TAG))
+    tag = await _call(mode, network, "create_tag", "db.t", "t1", 1)
+    assert tag.name == "t1"
+    assert network.sent() == [("POST", "/tables/db.t/tags")] * 2
+
+
+@pytest.mark.anyio
+async def test_lock_lost_is_raised_after_max_unavailable_retries(mode: str) -> None:
+    network = Network(*[_lock_lost() for _ in range(4)])
+    with pytest.raises(Conflict) as raised:
+        await _call(mode, network, "commit", "db.t", COMMIT)
+    assert (raised.value.type, raised.value.retryable) == ("LOCK_LOST", True)
+    assert len(network.requests) == 4
+
+
 def test_retry_after_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     slept: list[float] = []
     monkeypatch.setattr(time, "sleep", slept.append)
@@ -522,7 +553,7 @@ async def test_errors_map_to_the_tree(mode: str) -> None:
             await _call(mode, network, "get_table", "db.t")
         assert type(raised.value) is expected
         assert raised.value.status_code == response.status_code
-        assert len(network.requests) == 1  # nothing but 503 is retried for a read
+        assert len(network.requests) == 1  # nothing but 503 and LOCK_LOST is retried for a read
     network = Network(_error(422, "INVALID_REQUEST", field="messages[0].bucket"))
     with pytest.raises(BadRequest) as bad:
         await _call(mode, network, "get_table", "db.t")

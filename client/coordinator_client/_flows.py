@@ -11,7 +11,8 @@ Retry rules:
 
 * 503 (ServiceUnavailable) means the service did nothing. Every method waits Retry-After (capped at
   30 s; exponential from 0.5 s when absent) and sends again, at most `max_unavailable_retries` times, then
-  raises ServiceUnavailable.
+  raises ServiceUnavailable. A 409 LOCK_LOST means the same (the table lock's lease ran out before the
+  change was written, so nothing of it was) and is resent the same way, then raised as the Conflict.
 * Nothing else is retried, except a commit whose answer was lost. A commit always carries an
   Idempotency-Key (the caller's, else a fresh uuid4 per call, reused on every resend). When its POST ends
   in a transport error (timeout, dropped connection) or a 5xx other than 503, it is never blindly resent;
@@ -40,6 +41,7 @@ import httpx
 from pydantic import BaseModel
 
 from coordinator_client.errors import (
+    ApiError,
     CommitStateUnknown,
     Conflict,
     ServerError,
@@ -140,8 +142,16 @@ def _coerce(model: type[_M], value: _M | Mapping[str, Any]) -> _M:
     return value if isinstance(value, model) else model.model_validate(value)
 
 
-def _unavailable_delay(error: ServiceUnavailable, retry: int) -> float:
-    wait = error.retry_after if error.retry_after is not None else 0.5 * 2 ** (retry - 1)
+def _did_nothing(error: ApiError) -> bool:
+    """An answer that says the service changed nothing and the same request may simply be sent again."""
+    return isinstance(error, ServiceUnavailable) or (
+        isinstance(error, Conflict) and error.type == "LOCK_LOST"
+    )
+
+
+def _unavailable_delay(error: ApiError, retry: int) -> float:
+    retry_after = error.retry_after if isinstance(error, ServiceUnavailable) else None
+    wait = retry_after if retry_after is not None else 0.5 * 2 ** (retry - 1)
     return min(wait, RETRY_AFTER_CAP_SECONDS)
 
 
@@ -175,7 +185,7 @@ class Api:
             if response.is_success:
                 return response
             error = api_error(response)
-            if not isinstance(error, ServiceUnavailable) or retries >= self.max_unavailable_retries:
+            if not _did_nothing(error) or retries >= self.max_unavailable_retries:
                 raise error
             retries += 1
             yield Pause(_unavailable_delay(error, retries))
