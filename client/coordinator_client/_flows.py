@@ -144,9 +144,8 @@ def _coerce(model: type[_M], value: _M | Mapping[str, Any]) -> _M:
 
 def _did_nothing(error: ApiError) -> bool:
     """An answer that says the service changed nothing and the same request may simply be sent again."""
-    return isinstance(error, ServiceUnavailable) or (
-        isinstance(error, Conflict) and error.type == "LOCK_LOST"
-    )
+    lock_lost = isinstance(error, Conflict) and error.type == "LOCK_LOST"
+    return lock_lost or isinstance(error, ServiceUnavailable)
 
 
 def _unavailable_delay(error: ApiError, retry: int) -> float:
@@ -195,8 +194,7 @@ class Api:
         return model.model_validate_json(response.content)
 
     def create_table(self, request: CreateTableRequest | Mapping[str, Any]) -> Flow[TableResponse]:
-        body = _json_body(_coerce(CreateTableRequest, request))
-        send = Send("POST", _path("tables"), body=body, headers=_JSON_HEADERS)
+        send = _send_json("POST", _path("tables"), _coerce(CreateTableRequest, request))
         return (yield from self.call(send, TableResponse))
 
     def list_tables(self) -> Flow[TableListResponse]:
