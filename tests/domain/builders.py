@@ -15,6 +15,7 @@ from coordinator_client.format.binary_row import encode_row
 from coordinator_client.format.manifest import DataFileMeta, FileKind, ManifestEntry, SimpleStats
 from coordinator_client.format.schema import SchemaField, TableSchema
 from coordinator_client.format.types import parse_type
+from coordinator_client.models import CommitRequest
 
 ADD = FileKind.ADD
 DELETE = FileKind.DELETE
@@ -122,3 +123,15 @@ def live(*snapshots: Iterable[ManifestEntry]) -> LiveFiles:
 def deleted(e: ManifestEntry) -> ManifestEntry:
     """The DELETE entry of a live ADD, as a committer would send it."""
     return replace(e, kind=FileKind.DELETE)
+
+
+def file_json(name: str = "data-1.parquet", **fields: object) -> dict[str, object]:
+    """A DataFile of a commit message as a writer sends it (camelCase JSON)."""
+    return {"fileName": name, "fileSize": 100, "rowCount": 10, **fields}
+
+
+def commit_request(*messages: Mapping[str, object], **fields: object) -> CommitRequest:
+    """A CommitRequest of these messages, validated by the wire model as the API would."""
+    return CommitRequest.model_validate(
+        {"commitUser": "writer", "identifier": 1, **fields, "messages": messages}
+    )
