@@ -15,8 +15,7 @@ from fastapi.testclient import TestClient
 
 from coordinator.services import Services
 from coordinator_client.models import CommitRequest
-from tests.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows
-from tests.test_pypaimon_reads import commit
+from tests.paimon_files import PaimonTable, commit, create_table, pypaimon_rows, sorted_rows
 
 FIELDS = {"dt": "STRING", "id": "BIGINT", "v": "STRING"}
 EXPIRE_EVERYTHING_OLD = {"snapshot.num-retained.min": "1", "snapshot.time-retained": "1 ms"}
