@@ -12,12 +12,13 @@ from collections.abc import Sequence
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from coordinator_client import CoordinatorClient
 from coordinator_client.format.binary_row import encode_row
 from coordinator_client.format.bucket import bucket_of
 from coordinator_client.format.partition_path import partition_path
@@ -26,8 +27,6 @@ from coordinator_client.spark.layout import arrow_type
 
 if TYPE_CHECKING:
     from fastapi.testclient import TestClient
-
-    from coordinator_client import CoordinatorClient
 
 VALUE_KINDS = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
 
@@ -175,8 +174,14 @@ def table_request(database: str, name: str, fields: dict[str, str], **body: Any)
     }
 
 
+class Poster(Protocol):
+    """Raw HTTP: a TestClient, an httpx.Client, or a wrapper that adds a token."""
+
+    def post(self, url: str, /, *, json: Any) -> httpx.Response: ...
+
+
 def create_table(
-    client: TestClient | httpx.Client | CoordinatorClient,
+    client: Poster | CoordinatorClient,
     database: str,
     name: str,
     fields: dict[str, str],
@@ -184,11 +189,11 @@ def create_table(
 ) -> PaimonTable:
     """Create the table through the API (raw HTTP or the client package) and wrap the answer."""
     payload = table_request(database, name, fields, **body)
-    if isinstance(client, httpx.Client):  # TestClient is an httpx.Client too
-        response = client.post("/tables", json=payload)
-        assert response.status_code == 201, response.text
-        return PaimonTable(response.json())
-    return PaimonTable(client.create_table(payload).model_dump(mode="json", by_alias=True))
+    if isinstance(client, CoordinatorClient):
+        return PaimonTable(client.create_table(payload).model_dump(mode="json", by_alias=True))
+    response = client.post("/tables", json=payload)
+    assert response.status_code == 201, response.text
+    return PaimonTable(response.json())
 
 
 def group_by_bucket(
