@@ -111,6 +111,7 @@ def test_a_consumer_keeps_its_snapshots_until_it_advances_or_expires(
     assert pypaimon_rows(warehouse, table.id) == sorted_rows(everything)
 
 
+@pytest.mark.slow  # ten thousand snapshots are committed first
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 def test_expiring_ten_thousand_snapshots_takes_bounded_batches_and_lets_a_commit_through(
     services: Services, api: TestClient, warehouse: Path

@@ -20,7 +20,7 @@ from coordinator_client.models import CommitRequest
 ADD = FileKind.ADD
 DELETE = FileKind.DELETE
 
-# Encoded once: most tests write to one partition of a table partitioned by a STRING `dt`.
+# The partition and key types of the shapes below, parsed once.
 DT_TYPE = parse_type("STRING")
 KEY_TYPE = parse_type("BIGINT NOT NULL")
 
