@@ -36,8 +36,8 @@ from bench.procs import launch_together
 from bench.stats import median_phases, summarize, window
 from bench.table_files import AppendTable
 from bench.verify import verify_contention
+from coordinator_client.models import BATCH_IDENTIFIER
 
-BATCH_IDENTIFIER = 2**63 - 1
 MAX_ATTEMPTS = 20
 JSON_HEADERS = {"content-type": "application/json"}
 # A 10,000-message commit can take seconds; a timeout would only turn a slow answer into a resend.

@@ -20,6 +20,7 @@ from sqlalchemy import create_engine, text
 
 from coordinator.app import create_app
 from coordinator.db.migrate import upgrade
+from coordinator.db.models import Base
 from coordinator.services import Services
 from coordinator.settings import Settings
 
@@ -42,7 +43,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 PG_SERVER = os.environ.get("COORDINATOR_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432")
-OWNED_TABLES = ("commits", "snapshots", "locks", "paimon_tables", "api_tokens", "audit_log")
+OWNED_TABLES = tuple(name for name in Base.metadata.tables if name != "alembic_version")
+"""The tables the service owns, emptied between PostgreSQL tests."""
 
 
 @pytest.fixture(scope="session")

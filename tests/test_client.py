@@ -12,17 +12,20 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, TypeVar, get_args, get_type_hints
 
 import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import uvicorn
+from pydantic import BaseModel
 
 import coordinator_client
-import coordinator_client.client as client_module
+import coordinator_client._flows as flows
 from coordinator.app import create_app
+from coordinator.errors import CoordinatorError
 from coordinator.settings import Settings
 from coordinator_client import (
     ApiError,
@@ -44,7 +47,11 @@ from coordinator_client import (
     TransportError,
     Unauthorized,
 )
+from coordinator_client.format.snapshot import CommitKind as FormatCommitKind
+from coordinator_client.models import CommitKind, ErrorCode
 from tests.conftest import free_port
+
+_E = TypeVar("_E", bound=Exception)
 
 DT = "2024-01-01"
 PARTITION = {"dt": DT}
@@ -333,8 +340,8 @@ def _error(status: int, code: str, **extra: Any) -> httpx.Response:
 
 @pytest.fixture(params=["sync", "async"])
 def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(client_module, "_COMMIT_SEND_DELAYS", (0.0, 0.0, 0.0))
-    monkeypatch.setattr(client_module, "_OUTCOME_QUERY_DELAYS", (0.0, 0.0, 0.0))
+    monkeypatch.setattr(flows, "COMMIT_SEND_DELAYS", (0.0, 0.0, 0.0))
+    monkeypatch.setattr(flows, "OUTCOME_QUERY_DELAYS", (0.0, 0.0, 0.0))
     assert isinstance(request.param, str)
     return request.param
 
@@ -375,7 +382,7 @@ def test_retry_after_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     network = Network(_busy("3600"), _busy(None), httpx.Response(200, json={"now": 0, "locks": []}))
     with CoordinatorClient(BASE, transport=httpx.MockTransport(network)) as client:
         assert client.locks().locks == []
-    assert slept == [client_module.RETRY_AFTER_CAP_SECONDS, 1.0]  # capped; then backoff without a header
+    assert slept == [flows.RETRY_AFTER_CAP_SECONDS, 1.0]  # capped; then backoff without a header
 
 
 @pytest.mark.anyio
@@ -526,6 +533,12 @@ async def test_errors_map_to_the_tree(mode: str) -> None:
         await _call(mode, network, "list_tables")
     assert gateway.value.code == "HTTP_502"
     assert "bad gateway" in gateway.value.message
+    assert gateway.value.body is None
+    network = Network(_error(405, "METHOD_NOT_ALLOWED"))
+    with pytest.raises(ApiError) as unknown:
+        await _call(mode, network, "get_table", "db.t")
+    assert (unknown.value.code, unknown.value.message) == ("METHOD_NOT_ALLOWED", "method_not_allowed")
+    assert unknown.value.body is None  # not a code of the contract: no ErrorResponse, but its own code
 
 
 @pytest.mark.anyio
@@ -564,12 +577,57 @@ async def test_requests_are_built_as_the_api_expects(mode: str) -> None:
 # ---------------------------------------------------------------- the package
 
 
-def test_all_is_sorted_and_importable() -> None:
-    names = coordinator_client.__all__
-    assert names == sorted(names)
-    assert len(names) == len(set(names))
-    module = importlib.import_module("coordinator_client")
-    for name in names:
-        assert getattr(module, name) is not None
-    for name in ("CoordinatorClient", "AsyncCoordinatorClient", "CommitStateUnknown", "CommitRequest"):
-        assert name in names
+def _public_names(module: ModuleType, *, reexports: bool) -> set[str]:
+    """What a caller may import from `module`: every public name that is not a submodule; for a module
+    that is not a re-exporting package, only the names it defines (not what it imports)."""
+    return {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and not isinstance(value, ModuleType)
+        and (reexports or getattr(value, "__module__", None) == module.__name__)
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "reexports"),
+    [("coordinator_client", True), ("coordinator_client.models", True), ("coordinator_client.errors", False)],
+)
+def test_all_is_exactly_the_public_names(name: str, reexports: bool) -> None:
+    """Like httpx's tests/test_exported_members.py: nothing public is left out of __all__, nothing extra
+    is in it (ruff's RUF022 keeps it sorted)."""
+    module = importlib.import_module(name)
+    assert len(module.__all__) == len(set(module.__all__))
+    assert set(module.__all__) == _public_names(module, reexports=reexports)
+
+
+def _models_in(annotation: object) -> set[type[BaseModel]]:
+    """The wire models an annotation names, and the models their fields name, transitively."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        inner = (_models_in(field.annotation) for field in annotation.model_fields.values())
+        return {annotation}.union(*inner)
+    return set().union(*(_models_in(arg) for arg in get_args(annotation)))
+
+
+@pytest.mark.parametrize("client_class", [CoordinatorClient, AsyncCoordinatorClient])
+def test_every_model_and_error_a_client_uses_is_exported(client_class: type) -> None:
+    methods = [m for n, m in vars(client_class).items() if callable(m) and not n.startswith("_")]
+    used = set().union(*(_models_in(hint) for m in methods for hint in get_type_hints(m).values()))
+    assert len(used) > 40  # the walk reaches the nested models (LockWaiterModel, TagModel...)
+    assert {model.__name__ for model in used} <= set(coordinator_client.__all__)
+    errors = _subclasses(CoordinatorClientError) | {CoordinatorClientError}
+    assert {error.__name__ for error in errors} <= set(coordinator_client.__all__)
+
+
+def _subclasses(cls: type[_E]) -> set[type[_E]]:
+    direct = set(cls.__subclasses__())
+    return direct.union(*(_subclasses(sub) for sub in direct))
+
+
+def test_the_contracts_literals_are_the_services_values() -> None:
+    """Every error code the service renders is an ErrorCode, and every ErrorCode is rendered by a class;
+    CommitKind is the format's commit kinds."""
+    importlib.import_module("coordinator.locks.hive_metastore")  # MetastoreUnavailable lives there
+    classes = _subclasses(CoordinatorError) | {CoordinatorError}
+    assert {cls.code for cls in classes} == set(get_args(ErrorCode))
+    assert [kind.value for kind in FormatCommitKind] == list(get_args(CommitKind))

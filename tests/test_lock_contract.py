@@ -27,10 +27,12 @@ from coordinator.locks.hive_metastore import HMS, HiveMetastoreLocks
 from coordinator.locks.lock_table import LockTable
 from coordinator.locks.renewal import LeaseKeeper
 from coordinator.settings import Settings
+from coordinator.usecases.commit_records import commit_point
 from coordinator_client.models import CommitRequest
 from tests.conftest import LiveServer, fresh_database
 from tests.hive_metastore_double import HiveMetastoreLockDouble
 from tests.paimon_files import PaimonTable, create_table, pypaimon_rows
+from tests.pause import PausedCall
 
 LEASE = 0.5
 
@@ -327,17 +329,20 @@ def test_the_service_commits_under_hive_locks_and_fences_a_released_holder(
 
             services = server.services
             lock_id = f"table:{table.id}"
-            zombie = services.locks.acquire(lock_id, "zombie", timeout_seconds=1)
+            # A commit takes the lock, writes its manifests and stalls before its commit point.
+            late = CommitRequest.model_validate(_append(table, "z", 2))
+            zombie = PausedCall(lambda: services.committer.commit(table.id, late), at=commit_point)
+            zombie.start()
+            [held] = services.locks.held()
+            assert held.lock_id == lock_id
             released = http.post(f"/locks/{lock_id}/release").json()
             assert (released["released"], released["owner"], released["epoch"]) == (
                 True,
-                "zombie",
-                zombie.epoch,
+                held.owner,
+                held.epoch,
             )
             with pytest.raises(CommitConflict) as fenced:
-                services.committer.commit_holding(
-                    zombie, table.id, CommitRequest.model_validate(_append(table, "z", 2))
-                )
+                zombie.resume()
             assert fenced.value.conflict.type == "LOCK_LOST"
             assert pypaimon_rows(warehouse, table.id) == [{"id": 1}]
             assert not (table.location / "snapshot" / "snapshot-2").exists()

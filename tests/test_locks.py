@@ -6,7 +6,6 @@ The behaviour every lock backend shares is in test_lock_contract.py.
 from __future__ import annotations
 
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,10 @@ from coordinator.errors import CommitConflict
 from coordinator.locks.lock_table import LockTable
 from coordinator.services import Services
 from coordinator.settings import Settings
+from coordinator.usecases.commit_records import commit_point
 from coordinator_client.models import CommitRequest, CreateTableRequest, FieldSpec
 from tests.paimon_files import PaimonTable, pypaimon_rows
+from tests.pause import PausedCall
 
 
 @pytest.fixture
@@ -56,7 +57,9 @@ def _commit(table: PaimonTable, rows: list[dict[str, Any]], user: str) -> Commit
 
 
 def test_holder_resuming_after_its_lease_cannot_commit(settings: Settings, warehouse: Path) -> None:
-    services = Services.start(settings.model_copy(update={"lock_lease_seconds": 0.4}))
+    services = Services.start(settings)
+    # A second replica on the same database and warehouse plays the holder that stalls.
+    zombie_replica = Services.start(settings)
     try:
         created = services.tables.create(
             CreateTableRequest(
@@ -64,7 +67,6 @@ def test_holder_resuming_after_its_lease_cannot_commit(settings: Settings, wareh
                 name="t",
                 fields=[FieldSpec(name="id", type="BIGINT"), FieldSpec(name="v", type="STRING")],
             ),
-            now_millis=0,
         )
         table = PaimonTable(
             {
@@ -78,23 +80,32 @@ def test_holder_resuming_after_its_lease_cannot_commit(settings: Settings, wareh
                 },
             }
         )
-        # The zombie takes the lock, then stalls (a GC pause, a frozen VM) past its lease.
-        zombie = services.locks.acquire(created.lock_id, f"zombie-{uuid.uuid4()}", timeout_seconds=1)
-        time.sleep(0.6)
+        manifest_dir = table.location / "manifest"
+        # The zombie takes the lock, writes its manifests, then stalls (a GC pause, a frozen VM) just
+        # before its commit point, and its lease is taken from it.
+        zombie = PausedCall(
+            lambda: zombie_replica.committer.commit(
+                table.id, _commit(table, [{"id": 2, "v": "zombie"}], "z")
+            ),
+            at=commit_point,
+        ).start()
+        [held] = services.locks.held()
+        assert services.locks.force_release(created.lock_id) == held
+        at_pause = set(manifest_dir.iterdir())
         winner = services.committer.commit(table.id, _commit(table, [{"id": 1, "v": "winner"}], "writer"))
         assert [s.id for s in winner.snapshots] == [1]
-        manifests_before = sorted((table.location / "manifest").iterdir())
+        winners_manifests = set(manifest_dir.iterdir()) - at_pause
         with pytest.raises(CommitConflict) as fenced:
-            services.committer.commit_holding(
-                zombie, table.id, _commit(table, [{"id": 2, "v": "zombie"}], "z")
-            )
+            zombie.resume()
         assert fenced.value.conflict.type == "LOCK_LOST"
         assert fenced.value.conflict.retryable is True
         assert not (table.location / "snapshot" / "snapshot-2").exists()
-        assert sorted((table.location / "manifest").iterdir()) == manifests_before
+        # The zombie's manifests are gone; the winner's stay.
+        assert set(manifest_dir.iterdir()) == winners_manifests
         assert pypaimon_rows(warehouse, table.id) == [{"id": 1, "v": "winner"}]
         # The service goes on: the next commit builds on snapshot 1.
         after = services.committer.commit(table.id, _commit(table, [{"id": 3, "v": "next"}], "writer-2"))
         assert [s.id for s in after.snapshots] == [2]
     finally:
+        zombie_replica.close()
         services.close()

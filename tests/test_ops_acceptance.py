@@ -21,10 +21,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from coordinator.errors import CommitConflict
 from coordinator.services import Services
 from coordinator.settings import Settings
+from coordinator.usecases.commit_records import commit_point
 from coordinator_client import CoordinatorClient, Forbidden
 from coordinator_client.models import CommitRequest, LockModel
 from tests.conftest import LiveServer
 from tests.paimon_files import PaimonTable, pypaimon_rows
+from tests.pause import PausedCall
 
 WRITERS = 4
 COMMITS_EACH = 3
@@ -68,7 +70,12 @@ def test_a_stuck_holder_is_seen_released_and_fenced(
         )
         table = PaimonTable(created.model_dump(mode="json", by_alias=True))
         lock_id = services.tables.get(table.id).lock_id
-        late = services.locks.acquire(lock_id, LATE, timeout_seconds=5)
+        # The second instance takes the lock, writes its manifests and stalls before its commit point.
+        late_commit = CommitRequest.model_validate(_commit(table, LATE, 0, [999]))
+        stalled = PausedCall(
+            lambda: services.committer.commit(table.id, late_commit), at=commit_point
+        ).start()
+        [late] = services.locks.held()
 
         answers: dict[str, list[int]] = {}
         failures: list[BaseException] = []
@@ -96,7 +103,7 @@ def test_a_stuck_holder_is_seen_released_and_fenced(
 
         lock = _wait_for(held_with_waiters, "four waiters behind the held lock")
         now = reader.locks().now
-        assert (lock.owner, lock.epoch, lock.table_id) == (LATE, late.epoch, table.id)
+        assert (lock.owner, lock.epoch, lock.table_id) == (late.owner, late.epoch, table.id)
         assert lock.acquired_at <= now < lock.expires_at
         assert lock.expires_at - lock.acquired_at == pytest.approx(settings.lock_lease_seconds, abs=0.01)
         assert sorted(w.commit_user for w in lock.waiters) == [f"writer-{n}" for n in range(WRITERS)]
@@ -112,7 +119,7 @@ def test_a_stuck_holder_is_seen_released_and_fenced(
         page.get_by_test_id("auth-token").fill(reader_token)
         page.get_by_role("button", name="Use token").click()
         row = page.locator(f'[data-testid="lock-row"][data-lock-id="{lock_id}"]')
-        expect(row.get_by_test_id("lock-owner")).to_have_text(LATE, timeout=15_000)
+        expect(row.get_by_test_id("lock-owner")).to_have_text(late.owner, timeout=15_000)
         expect(row.get_by_test_id("lock-epoch")).to_have_text(str(late.epoch))
         waiters = page.locator(f'[data-testid="lock-waiter"][data-lock-id="{lock_id}"]')
         expect(waiters).to_have_count(WRITERS)
@@ -122,10 +129,10 @@ def test_a_stuck_holder_is_seen_released_and_fenced(
         with pytest.raises(Forbidden):
             reader.release_lock(lock_id)
         released = admin.release_lock(lock_id)
-        assert (released.released, released.owner, released.epoch) == (True, LATE, late.epoch)
+        assert (released.released, released.owner, released.epoch) == (True, late.owner, late.epoch)
         [entry] = admin.audit().entries
         assert (entry.actor, entry.action, entry.target) == ("on-call-admin", "force-release-lock", lock_id)
-        assert entry.details == {"released": {"owner": LATE, "epoch": late.epoch}}
+        assert entry.details == {"released": {"owner": late.owner, "epoch": late.epoch}}
 
         for t in threads:
             t.join(timeout=60)
@@ -139,9 +146,8 @@ def test_a_stuck_holder_is_seen_released_and_fenced(
         )
 
         # The stalled holder wakes up and tries to commit: fenced, and nothing of it is visible.
-        late_commit = CommitRequest.model_validate(_commit(table, LATE, 0, [999]))
         with pytest.raises(CommitConflict) as fenced:
-            services.committer.commit_holding(late, table.id, late_commit)
+            stalled.resume()
         assert fenced.value.conflict.type == "LOCK_LOST"
         # The history records the attempt as rejected, for the on-call engineer to see why.
         history = reader.recent_commits(limit=100).recent

@@ -2,21 +2,24 @@
 
     CoordinatorClientError
     ├── TransportError            no answer: connection failure, timeout (wraps the httpx error)
-    ├── ApiError                  the service answered with an ErrorResponse (status_code, code, message,
-    │   │                         field, body)
+    ├── ApiError                  the service answered with an error status (status_code, code, message,
+    │   │                         field, and body: the ErrorResponse, None when the answer is not one)
     │   ├── BadRequest            400, 413, 422: the request is invalid; `field` names the culprit
     │   ├── Unauthorized          401: no bearer token, or an unknown or revoked one
     │   ├── Forbidden             403: the token's role or grant does not cover the request
     │   ├── NotFound              404: no such table, snapshot, commit, tag or consumer
-    │   ├── Conflict              409: `conflict` (ConflictModel) of a commit conflict, `type`, `retryable`
-    │   ├── ServiceUnavailable    503: the service did nothing (table lock busy); `retry_after` seconds
+    │   ├── Conflict              409: a commit conflict (`conflict`, its `type` and `retryable`), or an
+    │   │                         existing table or tag
+    │   ├── ServiceUnavailable    503: the service did nothing (table lock busy, Hive Metastore down);
+    │   │                         `retry_after` seconds
     │   └── ServerError           any other 5xx
     ├── CommitStateUnknown        a commit's outcome could not be determined even after asking the service
     └── WriteAborted              a Spark write or compaction did not commit; its files were deleted
 
-Within a class, `code` tells the cases apart (e.g. TAG_NOT_FOUND from TABLE_NOT_FOUND, TAG_ALREADY_EXISTS
-from COMMIT_CONFLICT). Other statuses (e.g. 405) raise a plain ApiError. Invalid request *models* are
-rejected before anything is sent, with pydantic's ValidationError.
+Within a class, `code` (an ErrorCode of the wire contract) tells the cases apart (e.g. TAG_NOT_FOUND from
+TABLE_NOT_FOUND, TAG_ALREADY_EXISTS from COMMIT_CONFLICT). Other statuses (e.g. 405) raise a plain
+ApiError; an answer that is not an ErrorResponse keeps its own code, or gets HTTP_<status>. Invalid request
+*models* are rejected before anything is sent, with pydantic's ValidationError.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from collections.abc import Mapping, Sequence
 import httpx
 from pydantic import ValidationError
 
-from coordinator_client.models import ConflictModel, ErrorResponse
+from coordinator_client.models import ConflictModel, ConflictType, ErrorResponse
 
 __all__ = [
     "ApiError",
@@ -36,10 +39,12 @@ __all__ = [
     "CommitStateUnknown",
     "Conflict",
     "CoordinatorClientError",
+    "Forbidden",
     "NotFound",
     "ServerError",
     "ServiceUnavailable",
     "TransportError",
+    "Unauthorized",
     "WriteAborted",
     "api_error",
 ]
@@ -71,27 +76,32 @@ class TransportError(CoordinatorClientError):
 
 
 class ApiError(CoordinatorClientError):
-    """The service answered with an error status and an ErrorResponse body."""
+    """The service answered with an error status.
+
+    `body` is the ErrorResponse; None when the answer was not one (a proxy's error page, or a code this
+    client does not know). `code` and `message` are then the answer's own when it has them, else
+    HTTP_<status> and the start of its text.
+    """
 
     def __init__(
-        self, status_code: int, body: ErrorResponse, *, headers: Mapping[str, str] | None = None
+        self,
+        status_code: int,
+        body: ErrorResponse | None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        code: str | None = None,
+        message: str | None = None,
     ) -> None:
-        super().__init__(f"{status_code} {body.code}: {body.message}")
         self.status_code = status_code
         self.body = body
         self.headers = httpx.Headers(headers)
-
-    @property
-    def code(self) -> str:
-        return self.body.code
-
-    @property
-    def message(self) -> str:
-        return self.body.message
+        self.code: str = code or (body.code if body is not None else f"HTTP_{status_code}")
+        self.message: str = message or (body.message if body is not None else "no body")
+        super().__init__(f"{status_code} {self.code}: {self.message}")
 
     @property
     def field(self) -> str | None:
-        return self.body.field
+        return self.body.field if self.body is not None else None
 
 
 class BadRequest(ApiError):
@@ -115,17 +125,17 @@ class Conflict(ApiError):
 
     @property
     def conflict(self) -> ConflictModel | None:
-        return self.body.conflict
+        return self.body.conflict if self.body is not None else None
 
     @property
-    def type(self) -> str | None:
+    def type(self) -> ConflictType | None:
         """The conflict type, e.g. DELETED_FILE_MISSING; None for a 409 that is not a commit conflict."""
-        return self.body.conflict.type if self.body.conflict is not None else None
+        return self.conflict.type if self.conflict is not None else None
 
     @property
     def retryable(self) -> bool:
         """True when re-planning the commit on the new table state may succeed (e.g. BASE_SNAPSHOT_MOVED)."""
-        return self.body.conflict.retryable if self.body.conflict is not None else False
+        return self.conflict.retryable if self.conflict is not None else False
 
 
 class ServiceUnavailable(ApiError):
@@ -134,7 +144,7 @@ class ServiceUnavailable(ApiError):
     @property
     def retry_after(self) -> float | None:
         """The Retry-After header in seconds; None when absent or unreadable."""
-        return parse_retry_after(self.headers.get("retry-after"))
+        return _parse_retry_after(self.headers.get("retry-after"))
 
 
 class ServerError(ApiError):
@@ -182,7 +192,7 @@ class WriteAborted(CoordinatorClientError):
         self.kept_files = list(kept_files)
 
 
-def parse_retry_after(value: str | None) -> float | None:
+def _parse_retry_after(value: str | None) -> float | None:
     """Retry-After as seconds from now: delta-seconds or an HTTP date; None when absent or unreadable."""
     if value is None:
         return None
@@ -213,10 +223,22 @@ _BY_STATUS: dict[int, type[ApiError]] = {
 def api_error(response: httpx.Response) -> ApiError:
     """The ApiError subclass for an error response; a body that is not an ErrorResponse is summarized."""
     status = response.status_code
+    cls = _BY_STATUS.get(status) or (ServerError if status >= 500 else ApiError)
     try:
         body = ErrorResponse.model_validate_json(response.content)
     except ValidationError:
-        text = response.text.strip()[:500] or response.reason_phrase or "no body"
-        body = ErrorResponse(code=f"HTTP_{status}", message=text)
-    cls = _BY_STATUS.get(status) or (ServerError if status >= 500 else ApiError)
+        code, message = _summary(response)
+        return cls(status, None, headers=response.headers, code=code, message=message)
     return cls(status, body, headers=response.headers)
+
+
+def _summary(response: httpx.Response) -> tuple[str | None, str]:
+    """The code and message of an answer that is not an ErrorResponse: its own if it is a JSON object with
+    string `code` and `message` (a newer service's code), else no code and the start of its text."""
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("code"), str) and isinstance(data.get("message"), str):
+        return data["code"], data["message"]
+    return None, response.text.strip()[:500] or response.reason_phrase or "no body"

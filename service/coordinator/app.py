@@ -9,12 +9,16 @@ from fastapi import FastAPI
 
 from coordinator.api import commits, dashboard, maintenance, ops, snapshots, tables
 from coordinator.api.body_limit import BodyLimit
+from coordinator.api.deps import LockThreads
 from coordinator.api.errors import install
 from coordinator.observability.logs import RequestContext
 from coordinator.services import Services
 from coordinator.settings import Settings
 
 API_VERSION = "0.1.0"
+LOCK_THREADS = 40
+"""Commits and maintenance run on this many threads of their own (api/deps.py::LockThreads); every other
+route keeps AnyIO's default 40."""
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -24,6 +28,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.services = Services.start(settings)
+        app.state.lock_threads = LockThreads(LOCK_THREADS)
         try:
             yield
         finally:

@@ -7,22 +7,30 @@ CoordinatorError                 500  (never raised for a known condition)
 ├── TableNotFound                404
 ├── CommitNotFound               404
 ├── SnapshotNotFound             404
+├── TagNotFound                  404
+├── ConsumerNotFound             404
 ├── TableAlreadyExists           409
+├── TagAlreadyExists             409
 ├── CommitConflict               409  carries the structured conflict
 ├── PayloadTooLarge              413
-└── LockUnavailable              503  + Retry-After
+├── LockUnavailable              503  + Retry-After
+└── MetastoreUnavailable         503  (locks/hive_metastore.py) the Hive Metastore did not answer
+
+Each `code` is one of the wire contract's ErrorCode values.
 """
 
 from __future__ import annotations
 
-from coordinator_client.models import ConflictModel, ErrorResponse
+from typing import ClassVar
+
+from coordinator_client.models import ConflictModel, ErrorCode, ErrorResponse
 
 
 class CoordinatorError(Exception):
     """Root of every error the service raises on purpose."""
 
     status_code = 500
-    code = "INTERNAL"
+    code: ClassVar[ErrorCode] = "INTERNAL"
 
     def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)

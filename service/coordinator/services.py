@@ -9,6 +9,7 @@ from sqlalchemy import Engine
 
 from coordinator.access.audit import AuditLog
 from coordinator.access.tokens import TokenStore
+from coordinator.clock import Clock
 from coordinator.db.engine import bookkeeping_engine, make_engine
 from coordinator.db.migrate import upgrade
 from coordinator.locks.base import LockBackend
@@ -21,6 +22,7 @@ from coordinator.usecases.maintenance import Maintenance
 from coordinator.usecases.operations import Operations
 from coordinator.usecases.overview import Overview
 from coordinator.usecases.reads import Reads
+from coordinator.usecases.table_hold import TableHolds
 from coordinator.usecases.tables import Tables
 
 log = logging.getLogger(__name__)
@@ -51,18 +53,18 @@ class Services:
         bookkeeping = bookkeeping_engine(engine)
         fileio, root = open_warehouse(settings.warehouse)
         metrics = Metrics()
+        clock = Clock()
         locks, lease_seconds = lock_backend(settings, bookkeeping)
-        tables = Tables(engine, fileio, root)
-        committer = Committer(
+        holds = TableHolds(
             engine,
-            bookkeeping,
-            fileio,
-            tables,
             locks,
             lease_seconds=lease_seconds,
             acquire_timeout_seconds=settings.lock_acquire_timeout_seconds,
             metrics=metrics,
+            clock=clock,
         )
+        tables = Tables(engine, fileio, root, clock)
+        committer = Committer(engine, bookkeeping, fileio, tables, holds, metrics=metrics, clock=clock)
         for table_id in committer.recover():
             log.warning("published snapshots of %s that a crash left unpublished", table_id)
         reads = Reads(engine, fileio, tables)
@@ -77,6 +79,8 @@ class Services:
             acquire_timeout_seconds=settings.lock_acquire_timeout_seconds,
             metrics=metrics,
         )
+        # Retention runs after a commit stands (snapshot.expire.execution-mode: sync, or async).
+        committer.after_each_commit(maintenance.after_commit)
         operations = Operations(engine, locks, committer, AuditLog(engine), metrics)
         return cls(
             settings,

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coordinator_client.format.snapshot import (
-    BATCH_COMMIT_IDENTIFIER,
+    BATCH_IDENTIFIER,
     EARLIEST,
     LATEST,
     CommitKind,
@@ -125,7 +125,7 @@ def test_json_round_trip(snapshot: Snapshot) -> None:
 def test_parses_pypaimon_example() -> None:
     s = Snapshot.from_json(PYPAIMON_SNAPSHOT)
     assert (s.version, s.id, s.schema_id, s.commit_kind) == (3, 3, 0, CommitKind.APPEND)
-    assert s.commit_identifier == BATCH_COMMIT_IDENTIFIER
+    assert s.commit_identifier == BATCH_IDENTIFIER
     assert (s.total_record_count, s.delta_record_count) == (10, 1)
     assert (s.base_manifest_list_size, s.delta_manifest_list_size) == (1395, 1355)
     assert s.uuid == "0036701d-6864-4363-a768-9767d405a4aa"

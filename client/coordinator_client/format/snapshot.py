@@ -14,7 +14,8 @@ from coordinator_client.format.json_object import load_object
 LATEST: Final = "LATEST"
 EARLIEST: Final = "EARLIEST"
 CURRENT_VERSION: Final = 3
-BATCH_COMMIT_IDENTIFIER: Final = 2**63 - 1  # Long.MAX_VALUE, used by every batch commit
+BATCH_IDENTIFIER: Final = 2**63 - 1
+"""commitIdentifier of every batch commit: Long.MAX_VALUE (Paimon's BatchWriteBuilder.COMMIT_IDENTIFIER)."""
 
 _SNAPSHOT_PREFIX: Final = "snapshot-"
 _SNAPSHOT_NAME = re.compile(r"snapshot-([0-9]+)")

@@ -18,7 +18,7 @@ from coordinator_client.client import CoordinatorClient
 from coordinator_client.errors import CommitStateUnknown, Conflict, WriteAborted
 from coordinator_client.models import CommitRequest, CommitResponse
 from coordinator_client.spark.data_files import FILE_COLUMN, WrittenFile
-from coordinator_client.spark.layout import TableLayout
+from coordinator_client.spark.layout import SparkTable
 
 _RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Aborted|Conflict): ")
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-def collect_written(out: DataFrame, layout: TableLayout, prefix: str, what: str) -> list[WrittenFile]:
+def collect_written(out: DataFrame, layout: SparkTable, prefix: str, what: str) -> list[WrittenFile]:
     """Run the writing tasks; if the job fails, delete whatever any attempt of it wrote."""
     try:
         return [WrittenFile.from_json(row[FILE_COLUMN]) for row in out.collect()]
@@ -42,7 +42,7 @@ def collect_written(out: DataFrame, layout: TableLayout, prefix: str, what: str)
 
 def commit_written(
     client: CoordinatorClient,
-    layout: TableLayout,
+    layout: SparkTable,
     request: CommitRequest,
     files: Sequence[WrittenFile],
     prefix: str,
@@ -95,7 +95,7 @@ def messages(
     return list(by_bucket.values())
 
 
-def delete_files(layout: TableLayout, paths: Iterable[str]) -> int:
+def delete_files(layout: SparkTable, paths: Iterable[str]) -> int:
     """Delete data files given relative to the table; returns how many existed."""
     fs, root = layout.filesystem()
     deleted = 0
@@ -108,7 +108,7 @@ def delete_files(layout: TableLayout, paths: Iterable[str]) -> int:
     return deleted
 
 
-def sweep(layout: TableLayout, prefix: str, *, keep: Iterable[str], directories: Iterable[str] | None) -> int:
+def sweep(layout: SparkTable, prefix: str, *, keep: Iterable[str], directories: Iterable[str] | None) -> int:
     """Delete files named with `prefix` that are not in `keep`: in `directories`, or anywhere in the table."""
     fs, root = layout.filesystem()
     kept = set(keep)

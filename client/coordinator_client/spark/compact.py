@@ -16,7 +16,7 @@ from coordinator_client.client import CoordinatorClient
 from coordinator_client.models import CommitRequest, CommitResponse, LiveFileModel
 from coordinator_client.spark.committing import collect_written, commit_written, messages
 from coordinator_client.spark.data_files import FILE_COLUMN, WrittenFile, file_prefix
-from coordinator_client.spark.layout import TableLayout
+from coordinator_client.spark.layout import SparkTable
 from coordinator_client.spark.read import live_files
 from coordinator_client.spark.tasks import TASK_COLUMN, CompactTask
 
@@ -40,7 +40,7 @@ def compact(
         WriteAborted: the job failed or the commit was rejected (e.g. a racing compaction won, the
             cause is the Conflict); the files this compaction wrote were deleted.
     """
-    layout = TableLayout.of(client.get_table(table))
+    layout = SparkTable.of(client.get_table(table))
     layout.check_mergeable()
     buckets: dict[str, list[LiveFileModel]] = {}
     for f in live_files(client, layout, None, partitions):
@@ -85,7 +85,7 @@ def compact(
     return commit_written(client, layout, request, written, prefix, what)
 
 
-def _needs_compaction(layout: TableLayout, files: Sequence[LiveFileModel]) -> bool:
+def _needs_compaction(layout: SparkTable, files: Sequence[LiveFileModel]) -> bool:
     if len(files) > 1:
         return True
     if not layout.has_primary_key:

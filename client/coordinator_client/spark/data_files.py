@@ -30,7 +30,7 @@ from coordinator_client.spark.layout import (
     SEQUENCE_NUMBER,
     UPDATE_BEFORE,
     VALUE_KIND,
-    TableLayout,
+    SparkTable,
 )
 from coordinator_client.spark.merge import newest_per_key, split_last_key
 
@@ -87,7 +87,7 @@ class RollingFileWriter:
     `_VALUE_KIND` first) and be in their final order.
     """
 
-    layout: TableLayout
+    layout: SparkTable
     fs: pafs.FileSystem
     root: str
     partition_values: tuple[object, ...]
@@ -218,7 +218,7 @@ class _OpenFile:
                 self.key_min[i] = min(self.key_min[i], low)
                 self.key_max[i] = max(self.key_max[i], high)
 
-    def meta(self, layout: TableLayout, size: int, level: int) -> dict[str, Any]:
+    def meta(self, layout: SparkTable, size: int, level: int) -> dict[str, Any]:
         out: dict[str, Any] = {"fileName": self.name, "fileSize": size, "rowCount": self.rows, "level": level}
         if not layout.has_primary_key or self.first is None or self.last is None or self.sequence is None:
             return out

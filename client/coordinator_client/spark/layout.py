@@ -1,21 +1,21 @@
 """What a Spark job needs to know of a Paimon table: column types, keys, buckets and where files go.
 
-The driver builds a TableLayout once from the coordinator's answer and ships it to the executors by
+The driver builds a SparkTable once from the coordinator's answer and ships it to the executors by
 pickling, so executors never call the coordinator; they only read and write files under the table.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
-from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from coordinator_client.format.location import local_path
+from coordinator_client.format.memory_size import parse_memory_size
 from coordinator_client.format.partition_path import bucket_dir, partition_path
 from coordinator_client.format.schema import SchemaField, TableSchema
 from coordinator_client.format.types import DataType, parse_type
@@ -38,8 +38,6 @@ _ARROW: dict[str, pa.DataType] = {
     "DOUBLE": pa.float64(),
     "DATE": pa.date32(),
 }
-_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
-_SIZE_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 
 def arrow_type(t: DataType) -> pa.DataType:
@@ -59,32 +57,26 @@ def arrow_type(t: DataType) -> pa.DataType:
     raise ValueError(f"the Spark writer does not handle Paimon type {t}")
 
 
-def parse_size(text: str) -> int:
-    """Paimon's MemorySize text ('128 mb', '256MB', '1024') in bytes."""
-    match = _SIZE.match(text)
-    if match is None:
-        raise ValueError(f"not a size: {text!r}")
-    return int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
-
-
 def filesystem(location: str) -> tuple[pafs.FileSystem, str]:
     """The pyarrow filesystem and root path of a table location (a local path or a URI)."""
-    if urlparse(location).scheme in ("", "file"):
-        return pafs.LocalFileSystem(), location.removeprefix("file://").rstrip("/")
+    local = local_path(location)
+    if local is not None:
+        return pafs.LocalFileSystem(), local
     fs, path = pafs.FileSystem.from_uri(location)
     return fs, path
 
 
 @dataclass(frozen=True)
-class TableLayout:
-    """A coordinator-managed table as its writers see it; picklable and cheap to ship."""
+class SparkTable:
+    """A coordinator-managed table as its Spark jobs see it: columns, keys, buckets and file paths;
+    picklable and cheap to ship."""
 
     table_id: str
     location: str
     schema: TableSchema
 
     @classmethod
-    def of(cls, table: TableResponse) -> TableLayout:
+    def of(cls, table: TableResponse) -> SparkTable:
         s = table.schema_
         fields = tuple(SchemaField(f.id, f.name, f.type, f.description) for f in s.fields)
         schema = TableSchema(
@@ -160,7 +152,7 @@ class TableLayout:
     @property
     def target_file_size(self) -> int:
         default = "128 mb" if self.has_primary_key else "256 mb"
-        return parse_size(self.schema.options.get("target-file-size", default))
+        return parse_memory_size(self.schema.options.get("target-file-size", default))
 
     @property
     def compression(self) -> tuple[str, int | None]:

@@ -15,11 +15,11 @@ from coordinator_client.spark.layout import (
     SEQUENCE_NUMBER,
     UPDATE_AFTER,
     VALUE_KIND,
-    TableLayout,
+    SparkTable,
 )
 
 
-def key_ends(layout: TableLayout, rows: pa.Table) -> pa.Array:
+def key_ends(layout: SparkTable, rows: pa.Table) -> pa.Array:
     """For rows sorted by key: True where the next row has another key (and for the last row)."""
     n = rows.num_rows
     if n == 0:
@@ -33,7 +33,7 @@ def key_ends(layout: TableLayout, rows: pa.Table) -> pa.Array:
     return pa.concat_arrays([ends, pa.array([True])])
 
 
-def split_last_key(layout: TableLayout, rows: pa.Table) -> tuple[pa.Table, pa.Table]:
+def split_last_key(layout: SparkTable, rows: pa.Table) -> tuple[pa.Table, pa.Table]:
     """Rows sorted by key, cut before the rows of their last key (which the next rows may continue)."""
     ends = key_ends(layout, rows).to_numpy(zero_copy_only=False)
     boundaries = ends[:-1].nonzero()[0]
@@ -41,14 +41,14 @@ def split_last_key(layout: TableLayout, rows: pa.Table) -> tuple[pa.Table, pa.Ta
     return rows.slice(0, start), rows.slice(start)
 
 
-def newest_per_key(layout: TableLayout, rows: pa.Table) -> pa.Table:
+def newest_per_key(layout: SparkTable, rows: pa.Table) -> pa.Table:
     """Of rows sorted by key, then sequence number: the last row of each key."""
     if rows.num_rows <= 1:
         return rows
     return rows.filter(key_ends(layout, rows))
 
 
-def merge_by_key(layout: TableLayout, rows: pa.Table) -> pa.Table:
+def merge_by_key(layout: SparkTable, rows: pa.Table) -> pa.Table:
     """Rows of many files merged as at the top level: sorted, newest per key, deletes and retractions gone."""
     keys = [KEY_PREFIX + k for k in layout.key_names]
     order = pc.sort_indices(rows, sort_keys=[(k, "ascending") for k in [*keys, SEQUENCE_NUMBER]])

@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 
 from coordinator_client.client import CoordinatorClient
 from coordinator_client.models import LiveFileModel
-from coordinator_client.spark.layout import INSERT, SEQUENCE_NUMBER, UPDATE_AFTER, VALUE_KIND, TableLayout
+from coordinator_client.spark.layout import INSERT, SEQUENCE_NUMBER, UPDATE_AFTER, VALUE_KIND, SparkTable
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -32,7 +32,7 @@ def read(
     """The table's rows at `snapshot` (the latest by default), optionally of some partitions only."""
     from pyspark.sql import functions as F
 
-    layout = TableLayout.of(client.get_table(table))
+    layout = SparkTable.of(client.get_table(table))
     files = live_files(client, layout, snapshot, partitions)
     columns = list(layout.column_names)
     if not files:
@@ -49,7 +49,7 @@ def read(
 
 def live_files(
     client: CoordinatorClient,
-    layout: TableLayout,
+    layout: SparkTable,
     snapshot: int | None,
     partitions: Sequence[Mapping[str, Any]] | None,
 ) -> list[LiveFileModel]:

@@ -19,7 +19,7 @@ from coordinator_client.format.bucket_arrow import buckets_of_columns
 from coordinator_client.spark.data_files import RollingFileWriter, WrittenFile, written_files_batch
 from coordinator_client.spark.layout import (
     INSERT,
-    TableLayout,
+    SparkTable,
 )
 from coordinator_client.spark.merge import merge_by_key
 
@@ -31,7 +31,7 @@ Group = tuple[tuple[object, ...], int]
 """(partition values, bucket): the unit one RollingFileWriter writes."""
 
 
-def conform(layout: TableLayout, batch: pa.RecordBatch) -> pa.Table:
+def conform(layout: SparkTable, batch: pa.RecordBatch) -> pa.Table:
     """The table's columns of a Spark batch, cast to the table's Arrow types; absent columns are null."""
     arrays = []
     for f in layout.value_schema:
@@ -50,7 +50,7 @@ def conform(layout: TableLayout, batch: pa.RecordBatch) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=layout.value_schema)
 
 
-def buckets(layout: TableLayout, rows: pa.Table | pa.RecordBatch) -> pa.Array:
+def buckets(layout: SparkTable, rows: pa.Table | pa.RecordBatch) -> pa.Array:
     """Paimon's bucket of every row (0 for bucket-unaware tables); only the bucket-key columns are read."""
     if layout.num_buckets <= 0:
         return pa.array(np.zeros(rows.num_rows, dtype=np.int32))
@@ -64,7 +64,7 @@ def buckets(layout: TableLayout, rows: pa.Table | pa.RecordBatch) -> pa.Array:
     return pa.array(buckets_of_columns(columns, layout.bucket_key_types, layout.num_buckets).astype(np.int32))
 
 
-def groups(layout: TableLayout, rows: pa.Table, bucket: pa.Array) -> Iterator[tuple[Group, pa.Table]]:
+def groups(layout: SparkTable, rows: pa.Table, bucket: pa.Array) -> Iterator[tuple[Group, pa.Table]]:
     """The rows of each (partition, bucket), each group in the order its rows came."""
     names = layout.partition_keys
     if not names and layout.num_buckets <= 0:
@@ -90,7 +90,7 @@ def groups(layout: TableLayout, rows: pa.Table, bucket: pa.Array) -> Iterator[tu
         yield (values, grouped["b"][j].as_py()), part
 
 
-def with_system_columns(layout: TableLayout, rows: pa.Table, first_sequence: int, kind: int) -> pa.Table:
+def with_system_columns(layout: SparkTable, rows: pa.Table, first_sequence: int, kind: int) -> pa.Table:
     """Primary-key file rows: `_KEY_*`, `_SEQUENCE_NUMBER` from `first_sequence` on, `_VALUE_KIND`."""
     n = rows.num_rows
     arrays = [rows[k] for k in layout.key_names]
@@ -99,7 +99,7 @@ def with_system_columns(layout: TableLayout, rows: pa.Table, first_sequence: int
     return pa.Table.from_arrays([*arrays, *rows.columns], schema=layout.file_schema)
 
 
-def bucket_of(layout: TableLayout) -> Callable[[pa.Array], pa.Array]:
+def bucket_of(layout: SparkTable) -> Callable[[pa.Array], pa.Array]:
     """Paimon's bucket of each row, as the function of a scalar Arrow UDF over a struct of the bucket key.
 
     A scalar UDF, unlike `mapInArrow`, ships only its argument column to Python and back, so routing a
@@ -124,7 +124,7 @@ class WriteTask:
     only and the driver assigns them.
     """
 
-    layout: TableLayout
+    layout: SparkTable
     prefix: str
     kind: int = INSERT
     next_sequence: Mapping[str, int] | None = None
@@ -167,7 +167,7 @@ class CompactTask:
     concatenated in sequence order into level-0 files, as Paimon's append compaction does.
     """
 
-    layout: TableLayout
+    layout: SparkTable
     prefix: str
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

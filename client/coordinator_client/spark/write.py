@@ -10,7 +10,7 @@ from coordinator_client.client import CoordinatorClient
 from coordinator_client.models import BATCH_IDENTIFIER, CommitRequest, CommitResponse, OverwriteSpec
 from coordinator_client.spark.committing import collect_written, commit_written, messages
 from coordinator_client.spark.data_files import FILE_COLUMN, WrittenFile, file_prefix
-from coordinator_client.spark.layout import DELETE, INSERT, TableLayout
+from coordinator_client.spark.layout import DELETE, INSERT, SparkTable
 from coordinator_client.spark.tasks import BUCKET_COLUMN, ORDER_COLUMN, WriteTask, bucket_of
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def write(
         ValueError: the DataFrame or the arguments do not fit the table; nothing was written.
         WriteAborted: the job or the commit failed; the data files it wrote were deleted.
     """
-    layout = TableLayout.of(client.get_table(table))
+    layout = SparkTable.of(client.get_table(table))
     _check_arguments(layout, df.columns, mode, partition, dynamic)
     user = commit_user or f"spark-write-{uuid.uuid4()}"
     if identifier != BATCH_IDENTIFIER and commit_user is not None:
@@ -89,7 +89,7 @@ def stream_sink(
     return sink
 
 
-def _plan(df: DataFrame, layout: TableLayout, task: WriteTask) -> DataFrame:
+def _plan(df: DataFrame, layout: SparkTable, task: WriteTask) -> DataFrame:
     """The Spark plan whose tasks write the files; its rows are the files' metadata."""
     if not layout.has_primary_key:
         # Append files need no order and no shuffle: every task writes its rows where they belong.
@@ -112,7 +112,7 @@ def _plan(df: DataFrame, layout: TableLayout, task: WriteTask) -> DataFrame:
 
 
 def _check_arguments(
-    layout: TableLayout, columns: list[str], mode: str, partition: Mapping[str, Any] | None, dynamic: bool
+    layout: SparkTable, columns: list[str], mode: str, partition: Mapping[str, Any] | None, dynamic: bool
 ) -> None:
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {', '.join(_MODES)}, got {mode!r}")
@@ -153,13 +153,12 @@ def _overwrite_spec(mode: str, partition: Mapping[str, Any] | None, dynamic: boo
     return OverwriteSpec(mode="table")
 
 
-def _next_sequence(client: CoordinatorClient, layout: TableLayout) -> dict[str, int]:
+def _next_sequence(client: CoordinatorClient, layout: SparkTable) -> dict[str, int]:
     """Per bucket directory, the sequence number after the highest one of its live files."""
-    out: dict[str, int] = {}
-    for f in client.live_files(layout.table_id).files:
-        directory = layout.directory_of(f)
-        out[directory] = max(out.get(directory, 0), f.max_sequence_number + 1)
-    return out
+    return {
+        layout.bucket_path(layout.partition_values(b.partition), b.bucket): b.max_sequence_number + 1
+        for b in client.sequence_numbers(layout.table_id).buckets
+    }
 
 
 def _number_append_files(files: list[WrittenFile], next_sequence: Mapping[str, int]) -> list[WrittenFile]:

@@ -3,14 +3,13 @@ token changes), who did them and when."""
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Engine
 
-from coordinator.db.models import AuditRow
+from coordinator.db import repositories as repo
 
 
 @dataclass(frozen=True)
@@ -29,29 +28,12 @@ class AuditLog:
 
     def record(self, actor: str, action: str, target: str, details: dict[str, Any] | None = None) -> None:
         with self._engine.begin() as conn:
-            conn.execute(
-                insert(AuditRow).values(
-                    at=time.time(),
-                    actor=actor,
-                    action=action,
-                    target=target,
-                    details=json.dumps(details) if details is not None else None,
-                )
+            repo.insert_audit(
+                conn, at=time.time(), actor=actor, action=action, target=target, details=details
             )
 
     def latest(self, limit: int) -> list[AuditEntry]:
         """Newest first."""
         with self._engine.connect() as conn:
-            query = select(AuditRow.__table__).order_by(AuditRow.id.desc()).limit(limit)
-            rows = conn.execute(query).mappings().all()
-        return [
-            AuditEntry(
-                r["id"],
-                r["at"],
-                r["actor"],
-                r["action"],
-                r["target"],
-                json.loads(r["details"]) if r["details"] else None,
-            )
-            for r in rows
-        ]
+            rows = repo.latest_audit(conn, limit)
+        return [AuditEntry(r.id, r.at, r.actor, r.action, r.target, r.details) for r in rows]

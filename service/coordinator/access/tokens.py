@@ -13,15 +13,14 @@ import time
 from dataclasses import dataclass
 from typing import Literal, cast, get_args
 
-from sqlalchemy import Engine, insert, select, update
+from sqlalchemy import Engine
 
-from coordinator.db.models import TokenRow
+from coordinator.db import repositories as repo
 from coordinator.errors import InvalidRequest
 
 Role = Literal["reader", "writer", "admin"]
 ROLES: tuple[Role, ...] = get_args(Role)
 _PREFIX = "pcc"
-_TOKENS = TokenRow.__table__
 
 
 @dataclass(frozen=True)
@@ -99,17 +98,15 @@ class TokenStore:
         token_id = secrets.token_hex(8)
         secret = secrets.token_urlsafe(32)
         with self._engine.begin() as conn:
-            conn.execute(
-                insert(TokenRow).values(
-                    id=token_id,
-                    name=name,
-                    role=role,
-                    database=database,
-                    table_name=table_name,
-                    secret_sha256=_digest(secret),
-                    created_at=time.time(),
-                    revoked_at=None,
-                )
+            repo.insert_token(
+                conn,
+                token_id=token_id,
+                name=name,
+                role=role,
+                database=database,
+                table_name=table_name,
+                secret_sha256=_digest(secret),
+                created_at=time.time(),
             )
         principal = Principal(name, role, database, table_name, token_id)
         return IssuedToken(principal, f"{_PREFIX}_{token_id}_{secret}")
@@ -121,35 +118,22 @@ class TokenStore:
         if prefix != _PREFIX or not token_id or not secret:
             return None
         with self._engine.connect() as conn:
-            row = conn.execute(select(_TOKENS).where(_TOKENS.c.id == token_id)).mappings().first()
-        if row is None or row["revoked_at"] is not None:
+            row = repo.get_token(conn, token_id)
+        if row is None or row.revoked_at is not None:
             return None
-        if not hmac.compare_digest(row["secret_sha256"], _digest(secret)):
+        if not hmac.compare_digest(row.secret_sha256, _digest(secret)):
             return None
-        return Principal(row["name"], cast(Role, row["role"]), row["database"], row["table_name"], token_id)
+        return Principal(row.name, cast(Role, row.role), row.database, row.table_name, token_id)
 
     def list(self) -> list[TokenInfo]:
         with self._engine.connect() as conn:
-            rows = conn.execute(select(_TOKENS).order_by(_TOKENS.c.created_at)).mappings().all()
+            rows = repo.list_tokens(conn)
         return [
-            TokenInfo(
-                r["id"],
-                r["name"],
-                cast(Role, r["role"]),
-                r["database"],
-                r["table_name"],
-                r["created_at"],
-                r["revoked_at"],
-            )
+            TokenInfo(r.id, r.name, cast(Role, r.role), r.database, r.table_name, r.created_at, r.revoked_at)
             for r in rows
         ]
 
     def revoke(self, token_id: str) -> bool:
         """False when no live token has this id."""
         with self._engine.begin() as conn:
-            result = conn.execute(
-                update(TokenRow)
-                .where(TokenRow.id == token_id, TokenRow.revoked_at.is_(None))
-                .values(revoked_at=time.time())
-            )
-        return bool(result.rowcount == 1)
+            return repo.revoke_token(conn, token_id, now=time.time())

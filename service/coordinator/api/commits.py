@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Query, Response, status
 
 from coordinator.api.auth import TableWriter, reader
-from coordinator.api.deps import ServicesDep
+from coordinator.api.deps import LockThreadsDep, ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, COMMIT_ERRORS, TABLE_ERRORS
 from coordinator_client.models import (
     CommitHistoryResponse,
@@ -29,21 +29,19 @@ router = APIRouter(
     status_code=status.HTTP_201_CREATED,
     responses={**COMMIT_ERRORS, 200: {"model": CommitResponse, "description": "already committed"}},
 )
-def commit(
+async def commit(
     table_id: str,
     body: CommitRequest,
     services: ServicesDep,
+    threads: LockThreadsDep,
     response: Response,
     _writer: TableWriter,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> CommitResponse:
     """Commit a ManifestCommittable; 201 with the new snapshots, 200 with the recorded ones for a resend."""
-    result = services.committer.commit(table_id, body, idempotency_key=idempotency_key)
+    result = await threads.run(services.committer.commit, table_id, body, idempotency_key=idempotency_key)
     if result.deduplicated:
         response.status_code = status.HTTP_200_OK
-    elif result.snapshots:
-        # Retention runs after the commit stands (snapshot.expire.execution-mode: sync here, or async).
-        services.maintenance.after_commit(table_id, result.snapshots[-1].id)
     return result
 
 

@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, status
 
 from coordinator.api.auth import Admin, TableWriter, reader
-from coordinator.api.deps import ServicesDep
+from coordinator.api.deps import LockThreadsDep, ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, responses
 from coordinator.api.tables import table_response
 from coordinator.errors import (
@@ -50,18 +50,20 @@ _LOCKED = responses(TableNotFound, LockUnavailable)
 
 
 @router.patch("/options", responses={**_LOCKED, **responses(InvalidRequest)})
-def set_options(
-    table_id: str, body: SetOptionsRequest, services: ServicesDep, caller: Admin
+async def set_options(
+    table_id: str, body: SetOptionsRequest, services: ServicesDep, threads: LockThreadsDep, caller: Admin
 ) -> TableResponse:
     """Set and remove table options (e.g. the snapshot retention ones); writes the next schema version."""
-    table = services.maintenance.set_options(table_id, body, actor=caller.name)
-    return table_response(table, services.tables.latest_snapshot_id(table.id))
+    table = await threads.run(services.maintenance.set_options, table_id, body, actor=caller.name)
+    return table_response(table, await threads.run(services.tables.latest_snapshot_id, table.id))
 
 
 @router.post("/expire", responses=_LOCKED)
-def expire(table_id: str, services: ServicesDep, caller: Admin) -> ExpireResponse:
+async def expire(
+    table_id: str, services: ServicesDep, threads: LockThreadsDep, caller: Admin
+) -> ExpireResponse:
     """Expire snapshots as the table's retention options allow, in batches of snapshot.expire.limit."""
-    return services.maintenance.expire(table_id, actor=caller.name)
+    return await threads.run(services.maintenance.expire, table_id, actor=caller.name)
 
 
 @router.get("/tags", responses=responses(TableNotFound))
@@ -74,23 +76,30 @@ def list_tags(table_id: str, services: ServicesDep) -> TagListResponse:
     status_code=status.HTTP_201_CREATED,
     responses={**_LOCKED, **responses(SnapshotNotFound, TagAlreadyExists)},
 )
-def create_tag(table_id: str, body: CreateTagRequest, services: ServicesDep, caller: Admin) -> TagModel:
+async def create_tag(
+    table_id: str, body: CreateTagRequest, services: ServicesDep, threads: LockThreadsDep, caller: Admin
+) -> TagModel:
     """Tag a retained snapshot (the latest by default); the tag keeps its files until it is deleted."""
-    return services.maintenance.create_tag(table_id, body.name, body.snapshot_id, actor=caller.name)
+    tag = services.maintenance.create_tag
+    return await threads.run(tag, table_id, body.name, body.snapshot_id, actor=caller.name)
 
 
 @router.delete("/tags/{name}", responses={**_LOCKED, **responses(TagNotFound)})
-def delete_tag(table_id: str, name: Name, services: ServicesDep, caller: Admin) -> DeleteTagResponse:
+async def delete_tag(
+    table_id: str, name: Name, services: ServicesDep, threads: LockThreadsDep, caller: Admin
+) -> DeleteTagResponse:
     """Delete a tag, and the files only it kept alive."""
-    deleted = services.maintenance.delete_tag(table_id, name, actor=caller.name)
+    deleted = await threads.run(services.maintenance.delete_tag, table_id, name, actor=caller.name)
     return DeleteTagResponse(name=name, deleted=deleted)
 
 
 @router.post("/rollback", responses={**_LOCKED, **responses(InvalidRequest, SnapshotNotFound, TagNotFound)})
-def rollback(table_id: str, body: RollbackRequest, services: ServicesDep, caller: Admin) -> RollbackResponse:
+async def rollback(
+    table_id: str, body: RollbackRequest, services: ServicesDep, threads: LockThreadsDep, caller: Admin
+) -> RollbackResponse:
     """Roll back to a retained snapshot or a tag: later snapshots and tags go, and the files only they
     referenced are deleted."""
-    return services.maintenance.rollback(table_id, body, actor=caller.name)
+    return await threads.run(services.maintenance.rollback, table_id, body, actor=caller.name)
 
 
 @router.get("/consumers", responses=responses(TableNotFound))
@@ -99,11 +108,17 @@ def list_consumers(table_id: str, services: ServicesDep) -> ConsumerListResponse
 
 
 @router.put("/consumers/{consumer_id}", responses={**_LOCKED, **responses(InvalidRequest)})
-def set_consumer(
-    table_id: str, consumer_id: Name, body: SetConsumerRequest, services: ServicesDep, caller: TableWriter
+async def set_consumer(
+    table_id: str,
+    consumer_id: Name,
+    body: SetConsumerRequest,
+    services: ServicesDep,
+    threads: LockThreadsDep,
+    caller: TableWriter,
 ) -> ConsumerModel:
     """Register or move a consumer: snapshots from its nextSnapshotId on are not expired."""
-    return services.maintenance.set_consumer(table_id, consumer_id, body.next_snapshot_id, actor=caller.name)
+    move = services.maintenance.set_consumer
+    return await threads.run(move, table_id, consumer_id, body.next_snapshot_id, actor=caller.name)
 
 
 @router.delete(
@@ -111,14 +126,16 @@ def set_consumer(
     status_code=status.HTTP_204_NO_CONTENT,
     responses={**_LOCKED, **responses(ConsumerNotFound)},
 )
-def delete_consumer(table_id: str, consumer_id: Name, services: ServicesDep, caller: TableWriter) -> None:
-    services.maintenance.delete_consumer(table_id, consumer_id, actor=caller.name)
+async def delete_consumer(
+    table_id: str, consumer_id: Name, services: ServicesDep, threads: LockThreadsDep, caller: TableWriter
+) -> None:
+    await threads.run(services.maintenance.delete_consumer, table_id, consumer_id, actor=caller.name)
 
 
 @router.post("/orphans/clean", responses=_LOCKED)
-def clean_orphans(
-    table_id: str, body: CleanOrphansRequest, services: ServicesDep, caller: Admin
+async def clean_orphans(
+    table_id: str, body: CleanOrphansRequest, services: ServicesDep, threads: LockThreadsDep, caller: Admin
 ) -> CleanOrphansResponse:
     """Delete files no retained snapshot or tag references, older than olderThanSeconds (default one
     day); with dryRun, only list them."""
-    return services.maintenance.clean_orphans(table_id, body, actor=caller.name)
+    return await threads.run(services.maintenance.clean_orphans, table_id, body, actor=caller.name)

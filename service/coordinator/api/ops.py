@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Response
-from sqlalchemy import text
 
 from coordinator.api.auth import Admin, reader
 from coordinator.api.deps import ServicesDep
 from coordinator.api.errors import AUTH_ERRORS
+from coordinator.db import repositories as repo
 from coordinator_client.models import (
     AuditListResponse,
     CommitsOverviewResponse,
@@ -28,7 +28,7 @@ PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 def health(services: ServicesDep) -> HealthResponse:
     """OK when the database answers; open to all, for load balancers and orchestrators."""
     with services.engine.connect() as conn:
-        conn.execute(text("SELECT 1"))
+        repo.ping(conn)
     return HealthResponse(
         status="ok", database=services.engine.dialect.name, warehouse=services.warehouse_root
     )

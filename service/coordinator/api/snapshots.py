@@ -8,9 +8,15 @@ from fastapi import APIRouter, Depends, Query
 
 from coordinator.api.auth import reader
 from coordinator.api.deps import ServicesDep
-from coordinator.api.errors import AUTH_ERRORS, SNAPSHOT_ERRORS, TABLE_ERRORS
+from coordinator.api.errors import AUTH_ERRORS, SNAPSHOT_ERRORS, TABLE_ERRORS, responses
+from coordinator.errors import InvalidRequest, TableNotFound
 from coordinator.usecases.reads import snapshot_model
-from coordinator_client.models import FileListResponse, SnapshotListResponse, SnapshotModel
+from coordinator_client.models import (
+    FileListResponse,
+    SequenceNumbersResponse,
+    SnapshotListResponse,
+    SnapshotModel,
+)
 
 router = APIRouter(
     prefix="/tables/{table_id}", tags=["snapshots"], dependencies=[Depends(reader)], responses=AUTH_ERRORS
@@ -47,3 +53,14 @@ def live_files(
 ) -> FileListResponse:
     """The live data files at a snapshot (the latest by default): a reader's scan plan."""
     return services.reads.files(table_id, snapshot, partition)
+
+
+@router.get("/sequence-numbers", responses=responses(TableNotFound, InvalidRequest))
+def sequence_numbers(
+    table_id: str,
+    services: ServicesDep,
+    partition: Annotated[str | None, Query(description='JSON object, e.g. {"dt": "2024-01-01"}')] = None,
+) -> SequenceNumbersResponse:
+    """The highest sequence number of each bucket's live files at the latest snapshot: what a writer
+    numbers its next files after, without fetching the file list."""
+    return services.reads.sequence_numbers(table_id, partition)

@@ -7,7 +7,6 @@ from fastapi import APIRouter, Depends, status
 from coordinator.api.auth import Admin, reader
 from coordinator.api.deps import ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, CREATE_ERRORS, TABLE_ERRORS
-from coordinator.usecases.commits import local_millis
 from coordinator.usecases.tables import Table
 from coordinator_client.models import (
     CreateTableRequest,
@@ -46,7 +45,7 @@ def table_response(table: Table, latest: int) -> TableResponse:
 @router.post("", status_code=status.HTTP_201_CREATED, responses=CREATE_ERRORS)
 def create_table(body: CreateTableRequest, services: ServicesDep, _admin: Admin) -> TableResponse:
     """Create a table (writes schema/schema-0), or register an existing Paimon table by `location`."""
-    table = services.tables.create(body, now_millis=local_millis())
+    table = services.tables.create(body)
     return table_response(table, services.tables.latest_snapshot_id(table.id))
 
 

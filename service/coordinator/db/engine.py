@@ -62,9 +62,10 @@ def bookkeeping_engine(engine: Engine) -> Engine:
     without waiting for the WAL flush (a commit that does wait flushes everything before it anyway).
 
     That is lock bookkeeping (the commit point re-checks owner and epoch durably, and owners are unique
-    per attempt) and publish marks (publishing again is idempotent). The commit point itself uses the
-    durable engine. Elsewhere this is `engine` itself: SQLite in WAL mode with synchronous=NORMAL does
-    not flush per commit anyway.
+    per attempt), publish marks (publishing again is idempotent), the final phase timings of committed
+    commits, and the history rows of rejected commits (their writers already have the answer; a lost row
+    only means a resend is judged afresh). The commit point itself uses the durable engine. Elsewhere
+    this is `engine` itself: SQLite in WAL mode with synchronous=NORMAL does not flush per commit anyway.
     """
     if engine.dialect.name != "postgresql":
         return engine

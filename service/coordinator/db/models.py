@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text, text
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+JSON_DOCUMENT = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
+"""A JSON document (JSONB on PostgreSQL); Python None is SQL NULL, not a JSON null."""
 
 
 class Base(DeclarativeBase):
@@ -64,15 +70,18 @@ class CommitRow(Base):
     commit_user: Mapped[str] = mapped_column(String(200))
     identifier: Mapped[int] = mapped_column(BigInteger)
     outcome: Mapped[str] = mapped_column(String(16))
-    snapshots: Mapped[str] = mapped_column(Text)
-    timings: Mapped[str] = mapped_column(Text)
-    conflict: Mapped[str | None] = mapped_column(Text, nullable=True)
+    snapshots: Mapped[list[dict[str, Any]]] = mapped_column(JSON_DOCUMENT)
+    """[{"id": snapshot id, "commitKind": ...}] of a committed commit."""
+    timings: Mapped[dict[str, float]] = mapped_column(JSON_DOCUMENT)
+    """Milliseconds per commit phase."""
+    conflict: Mapped[dict[str, Any] | None] = mapped_column(JSON_DOCUMENT, nullable=True)
+    """A rejected commit's conflict, as on the wire (ConflictModel)."""
     idempotency_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
     created_at: Mapped[float] = mapped_column(Float, index=True)
     action: Mapped[str] = mapped_column(String(32), server_default="commit")
     """'commit', or the maintenance action the row records (outcome 'done'): expire, rollback, ..."""
-    details: Mapped[str | None] = mapped_column(Text, nullable=True)
-    """A maintenance action's JSON record: what it changed and deleted."""
+    details: Mapped[dict[str, Any] | None] = mapped_column(JSON_DOCUMENT, nullable=True)
+    """A maintenance action's record: what it changed and deleted."""
 
     __table_args__ = (
         # A (commitUser, identifier) is committed at most once per table: the database refuses a second.
@@ -136,4 +145,4 @@ class AuditRow(Base):
     actor: Mapped[str] = mapped_column(String(200))
     action: Mapped[str] = mapped_column(String(64))
     target: Mapped[str] = mapped_column(String(300))
-    details: Mapped[str | None] = mapped_column(Text, nullable=True)
+    details: Mapped[dict[str, Any] | None] = mapped_column(JSON_DOCUMENT, nullable=True)

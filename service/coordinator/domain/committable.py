@@ -7,8 +7,9 @@ here names the offending field, and nothing in this module touches storage or th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from pydantic import JsonValue
 
@@ -16,6 +17,8 @@ from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest
 from coordinator_client.format.binary_row import encode_row
 from coordinator_client.format.manifest import DataFileMeta, FileKind, ManifestEntry, SimpleStats
+from coordinator_client.format.snapshot import CommitKind
+from coordinator_client.format.types import DataType
 from coordinator_client.format.values import from_json_value
 from coordinator_client.models import CommitMessageModel, CommitRequest, DataFileModel, KeyStatsModel
 
@@ -43,31 +46,73 @@ class OverwriteTarget:
 
 @dataclass(frozen=True)
 class ResolvedCommittable:
+    """A committable as the commit pipeline sees it: everything later steps need, no wire model."""
+
     commit_user: str
     identifier: int
+    watermark: int | None = None
+    properties: Mapping[str, str] = field(default_factory=dict)
+    base_snapshot_id: int | None = None
     append: list[ManifestEntry] = field(default_factory=list)
     append_changelog: list[ManifestEntry] = field(default_factory=list)
     compact: list[ManifestEntry] = field(default_factory=list)
     compact_changelog: list[ManifestEntry] = field(default_factory=list)
     overwrite: OverwriteTarget | None = None
 
+    @cached_property
+    def kinds(self) -> tuple[CommitKind, ...]:
+        """The kinds of the snapshots it asks for, in order: the one commit-kind rule.
+
+        An overwrite, or an append that deletes files, is OVERWRITE; other appended or changelog files
+        are APPEND; compaction changes are a COMPACT after it, as in Paimon.
+        """
+        kinds = []
+        if self.overwrite is not None or any(e.kind == FileKind.DELETE for e in self.append):
+            kinds.append(CommitKind.OVERWRITE)
+        elif self.append or self.append_changelog:
+            kinds.append(CommitKind.APPEND)
+        if self.compact or self.compact_changelog:
+            kinds.append(CommitKind.COMPACT)
+        return tuple(kinds)
+
+    @property
+    def kind(self) -> CommitKind:
+        """The kind a commit is counted under: its first snapshot's (APPEND when it asks for none)."""
+        return self.kinds[0] if self.kinds else CommitKind.APPEND
+
+    @cached_property
+    def file_names(self) -> frozenset[str]:
+        """Every file it names, extra files included: files that are not orphans while it is pending."""
+        names: set[str] = set()
+        for entries in (self.append, self.append_changelog, self.compact, self.compact_changelog):
+            for entry in entries:
+                names.add(entry.file.file_name)
+                names.update(entry.file.extra_files)
+        return frozenset(names)
+
 
 def resolve_committable(request: CommitRequest, shape: TableShape, *, now_millis: int) -> ResolvedCommittable:
     """Validate a commit request against the table and turn it into manifest entries.
+
+    This is the anti-corruption layer of the commit pipeline: the wire model ends here, and every
+    rejection is an InvalidRequest naming the offending field.
 
     Raises:
         InvalidRequest: naming the first offending field.
     """
     resolver = _Resolver(shape, now_millis)
-    resolved = ResolvedCommittable(request.commit_user, request.identifier)
+    append: list[ManifestEntry] = []
+    append_changelog: list[ManifestEntry] = []
+    compact: list[ManifestEntry] = []
+    compact_changelog: list[ManifestEntry] = []
     # (field name, kind, file source) of each file list of a message, and where its entries go.
     lists = (
-        ("newFiles", FileKind.ADD, FILE_SOURCE_APPEND, resolved.append),
-        ("deletedFiles", FileKind.DELETE, None, resolved.append),
-        ("changelogFiles", FileKind.ADD, FILE_SOURCE_APPEND, resolved.append_changelog),
-        ("compactBefore", FileKind.DELETE, None, resolved.compact),
-        ("compactAfter", FileKind.ADD, FILE_SOURCE_COMPACT, resolved.compact),
-        ("compactChangelogFiles", FileKind.ADD, FILE_SOURCE_COMPACT, resolved.compact_changelog),
+        ("newFiles", FileKind.ADD, FILE_SOURCE_APPEND, append),
+        ("deletedFiles", FileKind.DELETE, None, append),
+        ("changelogFiles", FileKind.ADD, FILE_SOURCE_APPEND, append_changelog),
+        ("compactBefore", FileKind.DELETE, None, compact),
+        ("compactAfter", FileKind.ADD, FILE_SOURCE_COMPACT, compact),
+        ("compactChangelogFiles", FileKind.ADD, FILE_SOURCE_COMPACT, compact_changelog),
     )
     for i, message in enumerate(request.messages):
         path = f"messages[{i}]"
@@ -85,28 +130,37 @@ def resolve_committable(request: CommitRequest, shape: TableShape, *, now_millis
                 )
                 for j, f in enumerate(files)
             )
-    if request.overwrite is None:
-        return resolved
-    if resolved.compact or resolved.compact_changelog:
-        raise InvalidRequest("an overwrite cannot carry compaction changes", field="overwrite")
+    return ResolvedCommittable(
+        request.commit_user,
+        request.identifier,
+        watermark=request.watermark,
+        properties=dict(request.properties),
+        base_snapshot_id=request.base_snapshot_id,
+        append=append,
+        append_changelog=append_changelog,
+        compact=compact,
+        compact_changelog=compact_changelog,
+        overwrite=_overwrite_target(request, shape, append, compact or compact_changelog),
+    )
+
+
+def _overwrite_target(
+    request: CommitRequest, shape: TableShape, append: list[ManifestEntry], compacts: list[ManifestEntry]
+) -> OverwriteTarget | None:
     spec = request.overwrite
+    if spec is None:
+        return None
+    if compacts:
+        raise InvalidRequest("an overwrite cannot carry compaction changes", field="overwrite")
     if spec.mode == "table" or (spec.mode == "dynamic" and not shape.partition_names):
-        target = OverwriteTarget(whole_table=True)
-    elif spec.mode == "dynamic":
+        return OverwriteTarget(whole_table=True)
+    if spec.mode == "dynamic":
         if spec.partition is not None:
             raise InvalidRequest(
                 "a dynamic overwrite takes its partitions from the new files", field="overwrite.partition"
             )
-        target = OverwriteTarget(partitions=frozenset(e.partition for e in resolved.append))
-    else:
-        target = partition_spec_target(spec.partition, shape, resolved.append)
-    return ResolvedCommittable(
-        resolved.commit_user,
-        resolved.identifier,
-        resolved.append,
-        resolved.append_changelog,
-        overwrite=target,
-    )
+        return OverwriteTarget(partitions=frozenset(e.partition for e in append))
+    return partition_spec_target(spec.partition, shape, append)
 
 
 def _snake(camel: str) -> str:
@@ -134,9 +188,9 @@ def partition_spec_target(
     return target
 
 
-def _typed(raw: JsonValue, data_type: object, path: str) -> object:
+def _typed(raw: JsonValue, data_type: DataType, path: str) -> object:
     try:
-        return from_json_value(raw, data_type, field=path)  # type: ignore[arg-type]
+        return from_json_value(raw, data_type, field=path)
     except ValueError as e:
         raise InvalidRequest(str(e), field=path) from None
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from coordinator.domain.live_files import Identifier, LiveFiles
 from coordinator_client.format.manifest import FileKind, ManifestEntry
+from coordinator_client.models import ConflictType
 
 KeyDecoder = Callable[[bytes], tuple[object, ...]]
 
@@ -31,7 +32,7 @@ KeyDecoder = Callable[[bytes], tuple[object, ...]]
 class Conflict(Exception):  # not frozen: raising sets __traceback__
     """Why a snapshot cannot apply; `winning_snapshot_id` is the snapshot that got there first."""
 
-    type: str
+    type: ConflictType
     message: str
     partition: bytes | None = None
     bucket: int | None = None

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 
 from coordinator.domain.live_files import merge_entries
 from coordinator_client.format.manifest import FileKind, ManifestEntry, ManifestFileMeta
+from coordinator_client.format.memory_size import MIB, parse_memory_size
 
 ReadManifest = Callable[[ManifestFileMeta], list[ManifestEntry]]
 WriteManifests = Callable[[list[ManifestEntry]], list[ManifestFileMeta]]
-
-MIB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -37,17 +36,6 @@ class MergeOptions:
                 options.get("manifest.full-compaction-threshold-size", "16 mb")
             ),
         )
-
-
-def parse_memory_size(text: str) -> int:
-    """Paimon's MemorySize syntax: `8 mb`, `16MB`, `1024`, `2 kb`."""
-    units = {"": 1, "b": 1, "k": 1024, "kb": 1024, "m": MIB, "mb": MIB, "g": 1024 * MIB, "gb": 1024 * MIB}
-    value = text.strip().lower()
-    digits = len(value) - len(value.lstrip("0123456789"))
-    number, unit = value[:digits], value[digits:].strip()
-    if not number or unit not in units:
-        raise ValueError(f"not a memory size: {text!r}")
-    return int(number) * units[unit]
 
 
 def merge_manifests(

@@ -21,25 +21,21 @@ class SnapshotPlan:
 
 
 def plan_snapshots(resolved: ResolvedCommittable, live: LiveFiles, shape: TableShape) -> list[SnapshotPlan]:
-    """The snapshots to write, in order; the first one's entries see `live` as it is now."""
+    """The snapshots to write, one per kind the committable asks for, in order; the first one's entries
+    see `live` as it is now."""
     plans: list[SnapshotPlan] = []
-    if resolved.overwrite is not None:
-        target = resolved.overwrite
-        replaced = [replace(e, kind=FileKind.DELETE) for e in live if target.matches(e.partition, shape)]
-        entries = replaced + [e for e in resolved.append if e.kind == FileKind.ADD]
-        if entries:
-            # Paimon drops changelog files of an overwrite: an overwrite has no row-level changes to stream.
-            plans.append(SnapshotPlan(CommitKind.OVERWRITE, entries, [], check_bucket_count=False))
-    elif resolved.append or resolved.append_changelog:
-        has_deletes = any(e.kind == FileKind.DELETE for e in resolved.append)
-        kind = CommitKind.OVERWRITE if has_deletes else CommitKind.APPEND
-        plans.append(SnapshotPlan(kind, resolved.append, resolved.append_changelog, check_bucket_count=True))
-    if resolved.compact or resolved.compact_changelog:
-        plans.append(
-            SnapshotPlan(
-                CommitKind.COMPACT, resolved.compact, resolved.compact_changelog, check_bucket_count=True
-            )
-        )
+    for kind in resolved.kinds:
+        if kind == CommitKind.COMPACT:
+            plans.append(SnapshotPlan(kind, resolved.compact, resolved.compact_changelog, True))
+        elif resolved.overwrite is not None:
+            target = resolved.overwrite
+            replaced = [replace(e, kind=FileKind.DELETE) for e in live if target.matches(e.partition, shape)]
+            entries = replaced + [e for e in resolved.append if e.kind == FileKind.ADD]
+            if entries:
+                # Paimon drops changelog files of an overwrite: it has no row-level changes to stream.
+                plans.append(SnapshotPlan(kind, entries, [], check_bucket_count=False))
+        else:
+            plans.append(SnapshotPlan(kind, resolved.append, resolved.append_changelog, True))
     return plans
 
 

@@ -29,8 +29,13 @@ class LeaseKeeper:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop renewing (before the lease is released, so a late renewal is not taken for a loss)."""
         self._stop.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):

@@ -1,25 +1,21 @@
-"""Every answered commit request becomes one log line and a few metric updates."""
+"""Every answered commit request becomes one log line and a few metric updates.
+
+A commit is counted under the kind of the first snapshot it asks for (ResolvedCommittable.kind, the
+same rule the plan follows); a request rejected before it was resolved counts as UNRESOLVED.
+"""
 
 from __future__ import annotations
 
 import logging
 from typing import Any, Literal
 
+from coordinator.domain.committable import ResolvedCommittable
 from coordinator.observability.metrics import Metrics
-from coordinator_client.models import CommitRequest, CommitResponse, ConflictModel
+from coordinator_client.models import CommitResponse, ConflictModel
 
 log = logging.getLogger("coordinator.commits")
 
 Outcome = Literal["committed", "deduplicated", "rejected", "lock_unavailable", "invalid", "failed"]
-
-
-def request_kind(request: CommitRequest) -> str:
-    """The kind of change asked for: OVERWRITE, COMPACT (only compaction changes) or APPEND."""
-    if request.overwrite is not None:
-        return "OVERWRITE"
-    if request.messages and not any(m.new_files or m.deleted_files for m in request.messages):
-        return "COMPACT"
-    return "APPEND"
 
 
 class CommitEvents:
@@ -29,7 +25,8 @@ class CommitEvents:
     def answered(
         self,
         table_id: str,
-        request: CommitRequest,
+        who: tuple[str, int],
+        resolved: ResolvedCommittable | None,
         outcome: Outcome,
         *,
         response: CommitResponse | None = None,
@@ -37,11 +34,13 @@ class CommitEvents:
         error: str | None = None,
     ) -> None:
         metrics = self._metrics
-        metrics.commits.labels(outcome, request_kind(request)).inc()
+        """Log and count one answer; `resolved` is None when the request never got that far (invalid)."""
+        kind = resolved.kind.value if resolved is not None else "UNRESOLVED"
+        metrics.commits.labels(outcome, kind).inc()
         fields: dict[str, Any] = {
             "table": table_id,
-            "commitUser": request.commit_user,
-            "identifier": request.identifier,
+            "commitUser": who[0],
+            "identifier": who[1],
             "outcome": outcome,
         }
         if response is not None:

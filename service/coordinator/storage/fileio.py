@@ -17,6 +17,8 @@ from typing import Protocol
 
 import pyarrow.fs as pafs
 
+from coordinator_client.format.location import local_path
+
 
 class FileIO(Protocol):
     """Storage operations on absolute paths of one filesystem."""
@@ -179,8 +181,8 @@ class ArrowFileIO:
 
 def open_warehouse(uri: str) -> tuple[FileIO, str]:
     """The FileIO and the absolute root path for a warehouse folder or URI."""
-    if "://" not in uri or uri.startswith("file://"):
-        local = uri[len("file://") :] if uri.startswith("file://") else uri
-        return LocalFileIO(), os.path.abspath(local)
+    local = local_path(uri)
+    if local is not None:
+        return LocalFileIO(), local
     fs, root = pafs.FileSystem.from_uri(uri)
     return ArrowFileIO(fs), root.rstrip("/")

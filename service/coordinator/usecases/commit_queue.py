@@ -13,19 +13,21 @@ import functools
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from coordinator.domain.committable import ResolvedCommittable
 from coordinator_client.format.snapshot import Snapshot
-from coordinator_client.models import CommitRequest, CommitResponse
+from coordinator_client.models import CommitResponse, InFlightCommitModel
 
 
 @dataclass(eq=False)
 class PendingCommit:
-    """One request in a group: its input, the phases it went through (ms) and, once decided, its answer."""
+    """One request in a group: its committable, the phases it went through (ms) and, once decided, its
+    answer. Time between its own timed phases, once it holds the lock, is time spent on the members
+    before it: groupWait."""
 
-    request: CommitRequest
     resolved: ResolvedCommittable
     idempotency_key: str | None
     started: float
@@ -44,29 +46,38 @@ class PendingCommit:
 
     @property
     def key(self) -> tuple[str, int]:
-        return self.request.commit_user, self.request.identifier
+        return self.resolved.commit_user, self.resolved.identifier
 
     @property
     def decided(self) -> bool:
         return self._response is not None or self._error is not None
 
-    def phase(self, name: str, now: float | None = None) -> float:
-        """Add the time since the last phase to `name`; returns now."""
-        now = time.perf_counter() if now is None else now
-        self.timings[name] = round(self.timings.get(name, 0.0) + (now - self.mark) * 1000, 3)
+    def waited(self, name: str, until: float | None = None) -> None:
+        """The time since the last phase (validation, the wait for the lock) goes to `name`."""
+        now = time.perf_counter() if until is None else until
+        self._add(name, self.mark, now)
         self.mark = now
-        return now
 
-    def enter(self, name: str) -> None:
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        """A phase of this member alone; the gap since its last phase counts as groupWait."""
+        self.waited("groupWait")
         self.current = name
+        try:
+            yield
+        finally:
+            self.waited(name)
+            self.current = "groupWait"
 
-    def shared_phase(self, name: str, started: float, ended: float) -> None:
-        """A phase the whole group went through once (reconcile, commit point, publish); the time since
-        our own last phase went to the members before us and counts as groupWait."""
+    def shared(self, name: str, started: float, ended: float) -> None:
+        """A phase the whole group went through once (reconcile, commit point, publish)."""
         if started > self.mark:
-            self.phase("groupWait", started)
-        self.timings[name] = round(self.timings.get(name, 0.0) + (ended - started) * 1000, 3)
+            self.waited("groupWait", started)
+        self._add(name, started, ended)
         self.mark = ended
+
+    def _add(self, name: str, start: float, end: float) -> None:
+        self.timings[name] = round(self.timings.get(name, 0.0) + (end - start) * 1000, 3)
 
     def succeed(self, response: CommitResponse) -> None:
         self._response = response
@@ -79,6 +90,57 @@ class PendingCommit:
             raise self._error
         assert self._response is not None
         return self._response
+
+
+@contextmanager
+def timed_together(members: Sequence[PendingCommit], name: str) -> Iterator[None]:
+    """A phase done once for several members, each of which is shown in it while it runs."""
+    for member in members:
+        member.current = name
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        ended = time.perf_counter()
+        for member in members:
+            member.shared(name, started, ended)
+            member.current = "groupWait"
+
+
+class InFlight:
+    """The commits this process is working on, for the ops API."""
+
+    def __init__(self) -> None:
+        self._pending: dict[int, tuple[str, PendingCommit]] = {}
+        self._guard = threading.Lock()
+
+    @contextmanager
+    def tracking(self, table_id: str, pending: PendingCommit) -> Iterator[None]:
+        with self._guard:
+            self._pending[id(pending)] = (table_id, pending)
+        try:
+            yield
+        finally:
+            with self._guard:
+                del self._pending[id(pending)]
+
+    def listing(self) -> list[InFlightCommitModel]:
+        """Oldest first, each with the phase it is in and the phases it went through."""
+        with self._guard:
+            pending = sorted(self._pending.values(), key=lambda p: p[1].started)
+        now = time.perf_counter()
+        return [
+            InFlightCommitModel(
+                table_id=table_id,
+                commit_user=member.resolved.commit_user,
+                identifier=member.resolved.identifier,
+                phase=member.current,
+                started_at=member.started_at,
+                elapsed_ms=round((now - member.started) * 1000, 3),
+                timings=dict(member.timings),
+            )
+            for table_id, member in pending
+        ]
 
 
 TakeGroup = Callable[[], list[PendingCommit]]
@@ -100,10 +162,10 @@ class CommitQueue:
         with self._changed:
             return len(self._waiting)
 
-    def waiting_requests(self) -> list[CommitRequest]:
+    def waiting(self) -> list[ResolvedCommittable]:
         """The committables waiting for the table lock (a group is taken only once the lock is held)."""
         with self._changed:
-            return [m.request for m in self._waiting]
+            return [m.resolved for m in self._waiting]
 
     def run(
         self, pending: PendingCommit, commit_group: Callable[[TakeGroup], Sequence[PendingCommit]]

@@ -41,9 +41,10 @@ from coordinator.observability.metrics import Metrics
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.commits import Committer
 from coordinator.usecases.reads import Reads
+from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.snapshots_on_storage import find_earliest_snapshot_id
 from coordinator.usecases.table_files import TableFiles
-from coordinator.usecases.tables import Table, Tables, adopted_row
+from coordinator.usecases.tables import Table, Tables
 from coordinator_client.format.manifest import FileKind
 from coordinator_client.format.snapshot import EARLIEST, LATEST, Snapshot, format_hint
 from coordinator_client.models import (
@@ -466,7 +467,7 @@ class Maintenance:
                 repo.set_latest(conn, table.id, target.id)
                 repo.delete_snapshots(conn, table.id, above=target.id)
                 if repo.get_snapshot(conn, table.id, target.id) is None:
-                    repo.insert_snapshots(conn, table.id, [adopted_row(target)])
+                    repo.insert_snapshots(conn, table.id, [SnapshotFile.of(target).row(published=True)])
                 self._history(
                     conn,
                     table.id,

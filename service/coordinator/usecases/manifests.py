@@ -5,12 +5,16 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
+from coordinator.domain.live_files import merge_entries
+from coordinator.domain.manifest_merge import MergeOptions
 from coordinator.domain.table_schema import TableShape
 from coordinator.storage.fileio import FileIO
 from coordinator.storage.layout import TableLayout
 from coordinator_client.format.binary_row import EMPTY_ROW
 from coordinator_client.format.manifest import (
+    FileKind,
     ManifestEntry,
     ManifestFileMeta,
     SimpleStats,
@@ -21,6 +25,10 @@ from coordinator_client.format.manifest import (
     manifest_file_meta,
     partition_stats,
 )
+from coordinator_client.format.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from coordinator.usecases.tables import Table
 
 
 class ManifestStore:
@@ -32,11 +40,28 @@ class ManifestStore:
         self._shape = shape
         self._target = target_file_size
         self._entries: dict[str, list[ManifestEntry]] = {}
+        self._lists: dict[str, list[ManifestFileMeta]] = {}
         self._lock = threading.Lock()
         self._prefix = f"{uuid.uuid4()}"
         self._counter = 0
         self.written: list[str] = []
         """Names written since the last `keep_written`; deleted again if their commit fails."""
+
+    @classmethod
+    def for_table(cls, fileio: FileIO, table: Table) -> ManifestStore:
+        """The store of `table`, rolling manifests at the table's manifest.target-file-size."""
+        options = MergeOptions.from_table_options(table.shape.schema.options)
+        return cls(fileio, table.layout, table.shape, options.target_file_size)
+
+    def scan(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        """The live files of `snapshot` (ADD entries only): its data manifests read and merged, a DELETE
+        cancelling the ADD it names."""
+        merged = merge_entries(e for meta in self.data_manifests(snapshot) for e in self.read(meta))
+        return [e for e in merged if e.kind == FileKind.ADD]
+
+    def data_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
+        """The manifests a reader of `snapshot` reads: its base list's, then its delta list's."""
+        return self.read_list(snapshot.base_manifest_list) + self.read_list(snapshot.delta_manifest_list)
 
     def _next_name(self, kind: str) -> str:
         with self._lock:
@@ -84,7 +109,11 @@ class ManifestStore:
         return name, len(data)
 
     def read_list(self, name: str) -> list[ManifestFileMeta]:
-        return decode_manifest_list(self._fileio.read(self._layout.manifest(name)))
+        """A manifest list, cached until the next `retain`: lists are immutable too."""
+        cached = self._lists.get(name)
+        if cached is None:
+            cached = self._lists[name] = decode_manifest_list(self._fileio.read(self._layout.manifest(name)))
+        return cached
 
     def checkpoint(self) -> int:
         """A mark for `discard_since`: one committable of a group can be undone without the others."""
@@ -95,13 +124,16 @@ class ManifestStore:
         for name in self.written[mark:]:
             self._fileio.delete(self._layout.manifest(name))
             self._entries.pop(name, None)
+            self._lists.pop(name, None)
         del self.written[mark:]
 
     def keep_written(self) -> None:
         self.written = []
 
     def retain(self, names: Iterable[str]) -> None:
-        """Drop cached entries of manifests the latest snapshot no longer references."""
+        """Drop cached entries of manifests the latest snapshot no longer references, and every cached
+        manifest list: a long-lived store holds no more than its table's latest manifests."""
+        self._lists.clear()
         keep = set(names)
         for name in [n for n in self._entries if n not in keep]:
             del self._entries[name]

@@ -109,9 +109,9 @@ class Overview:
     def _size(self, table_id: str, snapshot_id: int) -> _TableSize:
         if snapshot_id == 0:
             return _EMPTY
-        snapshot = self._reads.snapshot(table_id, snapshot_id)
-        files = self._reads.files(table_id, snapshot_id, None).files
-        return _TableSize(snapshot.total_record_count, len(files), sum(f.file_size for f in files))
+        snapshot, entries = self._reads.live_entries(table_id, snapshot_id)
+        assert snapshot is not None  # asked for a snapshot by id
+        return _TableSize(snapshot.total_record_count, len(entries), sum(e.file.file_size for e in entries))
 
 
 def _per_minute(

@@ -8,23 +8,23 @@ from sqlalchemy import Engine
 
 from coordinator.db import repositories as repo
 from coordinator.domain.committable import OverwriteTarget, partition_spec_target
-from coordinator.domain.live_files import merge_entries
-from coordinator.domain.manifest_merge import MergeOptions
 from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest, SnapshotNotFound
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.manifests import ManifestStore
 from coordinator.usecases.tables import Table, Tables
-from coordinator_client.format.manifest import SimpleStats
+from coordinator_client.format.manifest import ManifestEntry, SimpleStats
 from coordinator_client.format.partition_path import bucket_dir
 from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import (
+    BucketSequenceModel,
     CommitOutcomeResponse,
     CommitRecordModel,
     ConflictModel,
     FileListResponse,
     KeyStatsModel,
     LiveFileModel,
+    SequenceNumbersResponse,
     SnapshotModel,
     SnapshotRef,
 )
@@ -63,50 +63,52 @@ class Reads:
             stored = repo.list_snapshots(conn, table.id, limit, before)
         return [snapshot_model(Snapshot.from_json(s.body)) for s in stored]
 
+    def live_entries(
+        self, table_id: str, snapshot_id: int | None
+    ) -> tuple[Snapshot | None, list[ManifestEntry]]:
+        """The live files at a snapshot (the latest by default) as manifest entries; none before the first.
+
+        Raises:
+            TableNotFound, SnapshotNotFound.
+        """
+        table = self._tables.get(table_id)
+        if snapshot_id is None:
+            snapshot_id = self._tables.latest_snapshot_id(table_id)
+            if snapshot_id == 0:
+                return None, []
+        snapshot = self.snapshot(table_id, snapshot_id)
+        return snapshot, ManifestStore.for_table(self._fileio, table).scan(snapshot)
+
     def files(self, table_id: str, snapshot_id: int | None, partition: str | None) -> FileListResponse:
         """The live data files at a snapshot (a reader's scan plan), optionally of one partition."""
         table = self._tables.get(table_id)
         target = _partition_filter(table, partition)
-        if snapshot_id is None and self._tables.latest_snapshot_id(table_id) == 0:
-            return FileListResponse(snapshot_id=None, files=[])
-        snapshot = self.snapshot(table_id, snapshot_id)
-        store = ManifestStore(
-            self._fileio,
-            table.layout,
-            table.shape,
-            MergeOptions.from_table_options(table.shape.schema.options).target_file_size,
-        )
-        metas = store.read_list(snapshot.base_manifest_list) + store.read_list(snapshot.delta_manifest_list)
-        entries = merge_entries(e for m in metas for e in store.read(m))
+        snapshot, entries = self.live_entries(table_id, snapshot_id)
         shape = table.shape
-        files = []
+        files = [
+            _live_file(table, e) for e in entries if target is None or target.matches(e.partition, shape)
+        ]
+        return FileListResponse(snapshot_id=snapshot.id if snapshot else None, files=files)
+
+    def sequence_numbers(self, table_id: str, partition: str | None) -> SequenceNumbersResponse:
+        """The highest sequence number of each bucket's live files at the latest snapshot, optionally of
+        one partition: what a writer numbers its new files after, without listing every file."""
+        table = self._tables.get(table_id)
+        target = _partition_filter(table, partition)
+        snapshot, entries = self.live_entries(table_id, None)
+        shape = table.shape
+        highest: dict[tuple[bytes, int], int] = {}
         for e in entries:
-            if target is not None and not target.matches(e.partition, shape):
-                continue
-            partition_dir = shape.partition_dir(e.partition)
-            files.append(
-                LiveFileModel(
-                    partition=shape.partition_json(e.partition),
-                    bucket=e.bucket,
-                    total_buckets=e.total_buckets,
-                    path=table.layout.data_file(partition_dir, bucket_dir(e.bucket), e.file.file_name),
-                    file_name=e.file.file_name,
-                    file_size=e.file.file_size,
-                    row_count=e.file.row_count,
-                    level=e.file.level,
-                    min_key=shape.key_json(e.file.min_key),
-                    max_key=shape.key_json(e.file.max_key),
-                    min_sequence_number=e.file.min_sequence_number,
-                    max_sequence_number=e.file.max_sequence_number,
-                    delete_row_count=e.file.delete_row_count,
-                    key_stats=_key_stats(shape, e.file.key_stats),
-                    schema_id=e.file.schema_id,
-                    extra_files=list(e.file.extra_files),
-                    creation_time=e.file.creation_time,
-                    file_source=e.file.file_source,
-                )
-            )
-        return FileListResponse(snapshot_id=snapshot.id, files=files)
+            if target is None or target.matches(e.partition, shape):
+                key = (e.partition, e.bucket)
+                highest[key] = max(highest.get(key, e.file.max_sequence_number), e.file.max_sequence_number)
+        return SequenceNumbersResponse(
+            snapshot_id=snapshot.id if snapshot else None,
+            buckets=[
+                BucketSequenceModel(partition=shape.partition_json(row), bucket=bucket, max_sequence_number=n)
+                for (row, bucket), n in sorted(highest.items())
+            ],
+        )
 
     def commits(self, table_id: str, *, limit: int) -> list[CommitRecordModel]:
         table = self._tables.get(table_id)
@@ -169,6 +171,30 @@ def snapshot_model(s: Snapshot) -> SnapshotModel:
         base_manifest_list=s.base_manifest_list,
         delta_manifest_list=s.delta_manifest_list,
         watermark=s.watermark,
+    )
+
+
+def _live_file(table: Table, e: ManifestEntry) -> LiveFileModel:
+    shape = table.shape
+    return LiveFileModel(
+        partition=shape.partition_json(e.partition),
+        bucket=e.bucket,
+        total_buckets=e.total_buckets,
+        path=table.layout.data_file(shape.partition_dir(e.partition), bucket_dir(e.bucket), e.file.file_name),
+        file_name=e.file.file_name,
+        file_size=e.file.file_size,
+        row_count=e.file.row_count,
+        level=e.file.level,
+        min_key=shape.key_json(e.file.min_key),
+        max_key=shape.key_json(e.file.max_key),
+        min_sequence_number=e.file.min_sequence_number,
+        max_sequence_number=e.file.max_sequence_number,
+        delete_row_count=e.file.delete_row_count,
+        key_stats=_key_stats(shape, e.file.key_stats),
+        schema_id=e.file.schema_id,
+        extra_files=list(e.file.extra_files),
+        creation_time=e.file.creation_time,
+        file_source=e.file.file_source,
     )
 
 

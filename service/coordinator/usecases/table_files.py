@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from coordinator.domain.live_files import merge_entries
-from coordinator.domain.manifest_merge import MergeOptions
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.manifests import ManifestStore
 from coordinator.usecases.tables import Table
-from coordinator_client.format.manifest import FileKind, ManifestEntry, ManifestFileMeta
+from coordinator_client.format.manifest import FileKind, ManifestEntry
 from coordinator_client.format.partition_path import bucket_dir
 from coordinator_client.format.snapshot import Snapshot
 
@@ -20,16 +18,14 @@ class TableFiles:
 
     def __init__(self, fileio: FileIO, table: Table) -> None:
         self._table = table
-        options = MergeOptions.from_table_options(table.shape.schema.options)
-        self._store = ManifestStore(fileio, table.layout, table.shape, options.target_file_size)
-        self._lists: dict[str, list[ManifestFileMeta]] = {}
+        self._store = ManifestStore.for_table(fileio, table)
 
     def manifest_paths(self, snapshot: Snapshot) -> set[str]:
         """The snapshot's manifest lists, every manifest in them (data and changelog), its index manifest."""
         names = set()
         for list_name in self._list_names(snapshot):
             names.add(list_name)
-            names.update(m.file_name for m in self._list(list_name))
+            names.update(m.file_name for m in self._store.read_list(list_name))
         if snapshot.index_manifest:
             # Carried forward from tables Paimon wrote with an index; the index files it names live in
             # index/, which maintenance leaves alone.
@@ -38,9 +34,7 @@ class TableFiles:
 
     def live_paths(self, snapshot: Snapshot) -> set[str]:
         """The data files a reader of the snapshot reads (with their extra files)."""
-        metas = self._list(snapshot.base_manifest_list) + self._list(snapshot.delta_manifest_list)
-        merged = merge_entries(e for m in metas for e in self._store.read(m))
-        return self._paths(e for e in merged if e.kind == FileKind.ADD)
+        return self._paths(self._store.scan(snapshot))
 
     def delta_paths(self, snapshot: Snapshot, kind: FileKind) -> set[str]:
         """The data files the snapshot itself added (ADD) or removed (DELETE)."""
@@ -49,21 +43,15 @@ class TableFiles:
     def changelog_paths(self, snapshot: Snapshot) -> set[str]:
         if not snapshot.changelog_manifest_list:
             return set()
-        metas = self._list(snapshot.changelog_manifest_list)
+        metas = self._store.read_list(snapshot.changelog_manifest_list)
         return self._paths(e for m in metas for e in self._store.read(m))
 
     def _delta(self, snapshot: Snapshot) -> list[ManifestEntry]:
-        return [e for m in self._list(snapshot.delta_manifest_list) for e in self._store.read(m)]
+        return [e for m in self._store.read_list(snapshot.delta_manifest_list) for e in self._store.read(m)]
 
     def _list_names(self, snapshot: Snapshot) -> list[str]:
         names = [snapshot.base_manifest_list, snapshot.delta_manifest_list]
         return names + ([snapshot.changelog_manifest_list] if snapshot.changelog_manifest_list else [])
-
-    def _list(self, name: str) -> list[ManifestFileMeta]:
-        cached = self._lists.get(name)
-        if cached is None:
-            cached = self._lists[name] = self._store.read_list(name)
-        return cached
 
     def _paths(self, entries: Iterable[ManifestEntry]) -> set[str]:
         layout, shape = self._table.layout, self._table.shape

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from coordinator.domain.live_files import LiveFiles, merge_entries
+from coordinator.domain.live_files import LiveFiles
 from coordinator.domain.manifest_merge import MergeOptions
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.manifests import ManifestStore
@@ -51,8 +51,7 @@ class TableStates:
             state = self._states.get(table.id)
         if state is None:
             options = MergeOptions.from_table_options(table.shape.schema.options)
-            store = ManifestStore(self._fileio, table.layout, table.shape, options.target_file_size)
-            state = TableState(None, LiveFiles(), [], store, options)
+            state = TableState(None, LiveFiles(), [], ManifestStore.for_table(self._fileio, table), options)
         if state.snapshot_id != latest:
             if state.snapshot_id < latest <= state.snapshot_id + _MAX_REPLAY and state.snapshot_id > 0:
                 _replay(state, latest, load_snapshot)
@@ -97,14 +96,13 @@ def _rebuild(state: TableState, latest: int, load: SnapshotLoader) -> None:
         return
     snapshot = load(latest)
     state.snapshot = snapshot
+    live = state.manifests.scan(snapshot)
     state.data_manifests = _data_manifests(state, snapshot)
-    merged = merge_entries(e for meta in state.data_manifests for e in state.manifests.read(meta))
-    state.live.apply(merged, None)
+    state.live.apply(live, None)
     state.live.snapshot_id = latest
 
 
 def _data_manifests(state: TableState, snapshot: Snapshot) -> list[ManifestFileMeta]:
-    metas = state.manifests.read_list(snapshot.base_manifest_list)
-    metas += state.manifests.read_list(snapshot.delta_manifest_list)
+    metas = state.manifests.data_manifests(snapshot)
     state.manifests.retain(m.file_name for m in metas)
     return metas

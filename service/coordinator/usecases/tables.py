@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
+from coordinator.clock import Clock
 from coordinator.db import repositories as repo
 from coordinator.domain.retention import Retention
 from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest, TableAlreadyExists, TableNotFound
 from coordinator.storage.fileio import FileIO
 from coordinator.storage.layout import TableLayout
+from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.snapshots_on_storage import find_latest_snapshot_id, latest_schema_id
+from coordinator_client.format.location import local_path
 from coordinator_client.format.schema import SchemaField, TableSchema
-from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.format.types import parse_type
 from coordinator_client.models import CreateTableRequest
 
@@ -56,8 +57,9 @@ def split_table_id(table_id: str) -> tuple[str, str]:
 class Tables:
     """The table catalog: rows in the database, schema files on storage."""
 
-    def __init__(self, engine: Engine, fileio: FileIO, warehouse_root: str) -> None:
+    def __init__(self, engine: Engine, fileio: FileIO, warehouse_root: str, clock: Clock) -> None:
         self._engine = engine
+        self._clock = clock
         self._fileio = fileio
         self._root = warehouse_root
         self._cache: dict[str, Table] = {}
@@ -103,7 +105,7 @@ class Tables:
             raise TableNotFound(f"table {table_id} does not exist")
         return latest
 
-    def create(self, request: CreateTableRequest, *, now_millis: int) -> Table:
+    def create(self, request: CreateTableRequest) -> Table:
         """Create a new table (writes schema/schema-0) or register an existing one by location.
 
         Raises:
@@ -115,7 +117,7 @@ class Tables:
                 raise TableAlreadyExists(f"table {table_id} already exists")
         if request.location is not None:
             return self._register(request, table_id)
-        schema = build_schema(request, now_millis=now_millis)
+        schema = build_schema(request, now_millis=self._clock.millis())
         location = f"{self._root}/{request.database}.db/{request.name}"
         layout = TableLayout(location)
         if self._fileio.list_names(layout.schema_dir):
@@ -149,9 +151,8 @@ class Tables:
             raise InvalidRequest(
                 "registering by location takes the schema from the table; send no fields", field="fields"
             )
-        location = (request.location or "").rstrip("/")
-        if location.startswith("file://"):
-            location = location[len("file://") :]
+        given = request.location or ""
+        location = local_path(given) or given.rstrip("/")
         layout = TableLayout(location)
         schema_id = latest_schema_id(self._fileio, layout)
         if schema_id is None:
@@ -161,9 +162,9 @@ class Tables:
         latest = find_latest_snapshot_id(self._fileio, layout) or 0
         table = self._insert(table_id, request, str(uuid.uuid4()), location, schema, latest=latest)
         if latest:
-            snapshot = Snapshot.from_json(self._fileio.read(layout.snapshot(latest)).decode())
+            found = SnapshotFile.read(self._fileio.read(layout.snapshot(latest)).decode())
             with self._engine.begin() as conn:
-                repo.insert_snapshots(conn, table_id, [adopted_row(snapshot)])
+                repo.insert_snapshots(conn, table_id, [found.row(published=True)])
         return table
 
     def _insert(
@@ -189,7 +190,7 @@ class Tables:
                         "schema_id": schema.id,
                         "schema_json": schema.to_json(),
                         "latest_snapshot_id": latest,
-                        "created_at": time.time(),
+                        "created_at": self._clock.now(),
                     },
                 )
         except IntegrityError:
@@ -201,18 +202,6 @@ class Tables:
     ) -> Table:
         shape = TableShape.of(TableSchema.from_json(schema_json))
         return Table(table_id, database, name, table_uuid, location, shape, TableLayout(location))
-
-
-def adopted_row(snapshot: Snapshot) -> dict[str, object]:
-    return {
-        "snapshot_id": snapshot.id,
-        "commit_user": snapshot.commit_user,
-        "commit_identifier": snapshot.commit_identifier,
-        "commit_kind": str(snapshot.commit_kind.value),
-        "time_millis": snapshot.time_millis,
-        "body": snapshot.to_json(),
-        "published": True,
-    }
 
 
 def build_schema(request: CreateTableRequest, *, now_millis: int) -> TableSchema:

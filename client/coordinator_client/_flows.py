@@ -1,0 +1,392 @@
+"""Flows: the I/O-free half that CoordinatorClient and AsyncCoordinatorClient share.
+
+How the two clients share their code: every endpoint is a *flow*, a generator (`Api` builds them) that
+yields steps -- `Send` (an HTTP request) or `Pause` (a wait) -- and receives each response back. A flow
+holds everything but the I/O: building the request, parsing the response, mapping errors and the whole
+retry policy. The clients are thin drivers that perform the steps: `CoordinatorClient` with httpx.Client and
+time.sleep, `AsyncCoordinatorClient` with httpx.AsyncClient and anyio.sleep. A transport failure is thrown
+into the flow as a TransportError at the step that caused it, so flows read like plain sequential code.
+
+Retry rules:
+
+* 503 (ServiceUnavailable) means the service did nothing. Every method waits Retry-After (capped at
+  30 s; exponential from 0.5 s when absent) and sends again, at most `max_unavailable_retries` times, then
+  raises ServiceUnavailable.
+* Nothing else is retried, except a commit whose answer was lost. A commit always carries an
+  Idempotency-Key (the caller's, else a fresh uuid4 per call, reused on every resend). When its POST ends
+  in a transport error (timeout, dropped connection) or a 5xx other than 503, it is never blindly resent;
+  the client asks GET /tables/{id}/commits/{commitUser}/{identifier}:
+    - committed -> a CommitResponse with the recorded snapshots and deduplicated=True;
+    - rejected  -> Conflict carrying the recorded ConflictModel;
+    - unknown   -> the service never received it: the commit is sent again (at most 3 sends in all;
+      the service deduplicates by Idempotency-Key and by commitUser + identifier anyway).
+  When the outcome query itself keeps failing (3 tries), CommitStateUnknown is raised. When every send
+  failed and the service still knows nothing of the commit, the last error is raised if no send can still
+  be in flight (each either could not open its connection or got a 5xx from the service itself), and
+  CommitStateUnknown otherwise (a timed-out request or one behind a gateway's 502/504 may still arrive).
+  A POST whose connection could not be opened never reached the service: it is resent without asking.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel
+
+from coordinator_client.errors import (
+    CommitStateUnknown,
+    Conflict,
+    ServerError,
+    ServiceUnavailable,
+    TransportError,
+    api_error,
+)
+from coordinator_client.models import (
+    AuditListResponse,
+    CleanOrphansRequest,
+    CleanOrphansResponse,
+    CommitHistoryResponse,
+    CommitOutcomeResponse,
+    CommitRequest,
+    CommitResponse,
+    CommitsOverviewResponse,
+    ConsumerListResponse,
+    ConsumerModel,
+    CreateTableRequest,
+    CreateTagRequest,
+    DeleteTagResponse,
+    ErrorResponse,
+    ExpireResponse,
+    FileListResponse,
+    HealthResponse,
+    LockListResponse,
+    OverviewResponse,
+    ReleaseLockResponse,
+    RollbackRequest,
+    RollbackResponse,
+    SequenceNumbersResponse,
+    SetConsumerRequest,
+    SetOptionsRequest,
+    SnapshotListResponse,
+    SnapshotModel,
+    TableListResponse,
+    TableResponse,
+    TagListResponse,
+    TagModel,
+)
+
+USER_AGENT = "paimon-coordinator-client/0.1.0"
+USER_HEADER = "X-Coordinator-User"
+"""Who asks: the service records it as the commitUser of the maintenance actions in the history."""
+RETRY_AFTER_CAP_SECONDS = 30.0
+"""A 503's Retry-After is honoured up to this many seconds."""
+
+COMMIT_SEND_DELAYS: tuple[float, ...] = (0.0, 0.2, 1.0)
+"""Pause before each send of one commit: its length is the most sends of one commit."""
+OUTCOME_QUERY_DELAYS: tuple[float, ...] = (0.0, 0.5, 2.0)
+"""Pause before each outcome query after a lost commit answer: its length is the most queries."""
+_GATEWAY_STATUSES = frozenset({502, 504})
+"""5xx a proxy answers while the request may still be running behind it."""
+
+_T = TypeVar("_T")
+_M = TypeVar("_M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Send:
+    """One HTTP request for the driver to send; the driver replies with the httpx.Response."""
+
+    method: str
+    path: str
+    params: Mapping[str, str | int] | None = None
+    body: bytes | None = None
+    headers: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Pause:
+    """Wait this long; the driver replies with None."""
+
+    seconds: float
+
+
+Step = Send | Pause
+Flow = Generator[Step, httpx.Response | None, _T]
+
+
+def _path(*parts: str | int) -> str:
+    return "/" + "/".join(quote(str(part), safe="") for part in parts)
+
+
+def _json_body(model: BaseModel) -> bytes:
+    return model.model_dump_json(by_alias=True).encode()
+
+
+_JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def _send_json(method: str, path: str, request: BaseModel) -> Send:
+    return Send(method, path, body=_json_body(request), headers=_JSON_HEADERS)
+
+
+def _coerce(model: type[_M], value: _M | Mapping[str, Any]) -> _M:
+    """The request model itself, or one validated from a dict (snake_case or camelCase keys)."""
+    return value if isinstance(value, model) else model.model_validate(value)
+
+
+def _unavailable_delay(error: ServiceUnavailable, retry: int) -> float:
+    wait = error.retry_after if error.retry_after is not None else 0.5 * 2 ** (retry - 1)
+    return min(wait, RETRY_AFTER_CAP_SECONDS)
+
+
+def _may_be_in_flight(failure: TransportError | ServerError) -> bool:
+    """Could the failed request still reach (or still be running in) the service?"""
+    if isinstance(failure, TransportError):
+        return failure.may_have_reached_service
+    return failure.status_code in _GATEWAY_STATUSES
+
+
+def _rejected(outcome: CommitOutcomeResponse) -> Conflict:
+    conflict = outcome.conflict
+    message = conflict.message if conflict is not None else "the commit was rejected"
+    return Conflict(409, ErrorResponse(code="COMMIT_CONFLICT", message=message, conflict=conflict))
+
+
+class Api:
+    """Every endpoint as a flow; the request building, parsing and retry policy of both clients."""
+
+    def __init__(self, max_unavailable_retries: int) -> None:
+        if max_unavailable_retries < 0:
+            raise ValueError("max_unavailable_retries must be >= 0")
+        self.max_unavailable_retries = max_unavailable_retries
+
+    def exchange(self, send: Send) -> Flow[httpx.Response]:
+        """Send until the answer is not a 503 (within the retry budget); return a 2xx or raise ApiError."""
+        retries = 0
+        while True:
+            response = yield send
+            assert response is not None
+            if response.is_success:
+                return response
+            error = api_error(response)
+            if not isinstance(error, ServiceUnavailable) or retries >= self.max_unavailable_retries:
+                raise error
+            retries += 1
+            yield Pause(_unavailable_delay(error, retries))
+
+    def call(self, send: Send, model: type[_M]) -> Flow[_M]:
+        response = yield from self.exchange(send)
+        return model.model_validate_json(response.content)
+
+    def create_table(self, request: CreateTableRequest | Mapping[str, Any]) -> Flow[TableResponse]:
+        body = _json_body(_coerce(CreateTableRequest, request))
+        send = Send("POST", _path("tables"), body=body, headers=_JSON_HEADERS)
+        return (yield from self.call(send, TableResponse))
+
+    def list_tables(self) -> Flow[TableListResponse]:
+        return (yield from self.call(Send("GET", _path("tables")), TableListResponse))
+
+    def get_table(self, table_id: str) -> Flow[TableResponse]:
+        return (yield from self.call(Send("GET", _path("tables", table_id)), TableResponse))
+
+    def drop_table(self, table_id: str, purge: bool) -> Flow[None]:
+        params = {"purge": "true" if purge else "false"}
+        yield from self.exchange(Send("DELETE", _path("tables", table_id), params=params))
+
+    def commit(
+        self, table_id: str, request: CommitRequest | Mapping[str, Any], idempotency_key: str | None
+    ) -> Flow[CommitResponse]:
+        commit = _coerce(CommitRequest, request)
+        key = idempotency_key if idempotency_key is not None else str(uuid.uuid4())
+        send = Send(
+            "POST",
+            _path("tables", table_id, "commits"),
+            body=_json_body(commit),
+            headers={**_JSON_HEADERS, "Idempotency-Key": key},
+        )
+        failure: TransportError | ServerError | None = None
+        in_flight = False  # may a failed send still reach the service, or still run in it?
+        for delay in COMMIT_SEND_DELAYS:
+            if failure is not None and delay > 0:
+                yield Pause(delay)
+            try:
+                return (yield from self.call(send, CommitResponse))
+            except (TransportError, ServerError) as error:
+                failure = error
+            in_flight = in_flight or _may_be_in_flight(failure)
+            if isinstance(failure, TransportError) and not failure.may_have_reached_service:
+                continue  # the connection could not even be opened: nothing reached the service
+            outcome = yield from self._outcome_after(table_id, commit, key, failure)
+            if outcome.status == "committed":
+                return CommitResponse(snapshots=outcome.snapshots, deduplicated=True)
+            if outcome.status == "rejected":
+                raise _rejected(outcome) from failure
+            # unknown: the service never received it, so sending it again is safe
+        assert failure is not None
+        if in_flight:
+            raise CommitStateUnknown(
+                table_id=table_id,
+                commit_user=commit.commit_user,
+                identifier=commit.identifier,
+                idempotency_key=key,
+                cause=failure,
+            )
+        raise failure
+
+    def _outcome_after(
+        self, table_id: str, commit: CommitRequest, key: str, failure: TransportError | ServerError
+    ) -> Flow[CommitOutcomeResponse]:
+        """What became of a commit whose answer was lost; CommitStateUnknown when the service cannot tell."""
+        for delay in OUTCOME_QUERY_DELAYS:
+            if delay > 0:
+                yield Pause(delay)
+            try:
+                return (yield from self.commit_outcome(table_id, commit.commit_user, commit.identifier, key))
+            except (TransportError, ServerError, ServiceUnavailable):
+                continue
+        raise CommitStateUnknown(
+            table_id=table_id,
+            commit_user=commit.commit_user,
+            identifier=commit.identifier,
+            idempotency_key=key,
+            cause=failure,
+        )
+
+    def commit_history(self, table_id: str, limit: int) -> Flow[CommitHistoryResponse]:
+        send = Send("GET", _path("tables", table_id, "commits"), params={"limit": limit})
+        return (yield from self.call(send, CommitHistoryResponse))
+
+    def commit_outcome(
+        self, table_id: str, commit_user: str, identifier: int, idempotency_key: str | None
+    ) -> Flow[CommitOutcomeResponse]:
+        params = {"idempotencyKey": idempotency_key} if idempotency_key is not None else None
+        send = Send("GET", _path("tables", table_id, "commits", commit_user, identifier), params=params)
+        return (yield from self.call(send, CommitOutcomeResponse))
+
+    def list_snapshots(self, table_id: str, limit: int, before: int | None) -> Flow[SnapshotListResponse]:
+        params: dict[str, str | int] = {"limit": limit}
+        if before is not None:
+            params["before"] = before
+        send = Send("GET", _path("tables", table_id, "snapshots"), params=params)
+        return (yield from self.call(send, SnapshotListResponse))
+
+    def latest_snapshot(self, table_id: str) -> Flow[SnapshotModel]:
+        return (
+            yield from self.call(Send("GET", _path("tables", table_id, "snapshots", "latest")), SnapshotModel)
+        )
+
+    def get_snapshot(self, table_id: str, snapshot_id: int) -> Flow[SnapshotModel]:
+        send = Send("GET", _path("tables", table_id, "snapshots", snapshot_id))
+        return (yield from self.call(send, SnapshotModel))
+
+    def live_files(
+        self, table_id: str, snapshot: int | None, partition: Mapping[str, Any] | None
+    ) -> Flow[FileListResponse]:
+        params: dict[str, str | int] = {}
+        if snapshot is not None:
+            params["snapshot"] = snapshot
+        if partition is not None:
+            params["partition"] = json.dumps(dict(partition), separators=(",", ":"))
+        send = Send("GET", _path("tables", table_id, "files"), params=params)
+        return (yield from self.call(send, FileListResponse))
+
+    def sequence_numbers(
+        self, table_id: str, partition: Mapping[str, Any] | None
+    ) -> Flow[SequenceNumbersResponse]:
+        params: dict[str, str | int] = {}
+        if partition is not None:
+            params["partition"] = json.dumps(dict(partition), separators=(",", ":"))
+        send = Send("GET", _path("tables", table_id, "sequence-numbers"), params=params)
+        return (yield from self.call(send, SequenceNumbersResponse))
+
+    def set_options(
+        self, table_id: str, options: Mapping[str, str], remove: Sequence[str]
+    ) -> Flow[TableResponse]:
+        request = SetOptionsRequest(set=dict(options), remove=list(remove))
+        send = _send_json("PATCH", _path("tables", table_id, "options"), request)
+        return (yield from self.call(send, TableResponse))
+
+    def expire(self, table_id: str) -> Flow[ExpireResponse]:
+        return (yield from self.call(Send("POST", _path("tables", table_id, "expire")), ExpireResponse))
+
+    def list_tags(self, table_id: str) -> Flow[TagListResponse]:
+        return (yield from self.call(Send("GET", _path("tables", table_id, "tags")), TagListResponse))
+
+    def create_tag(self, table_id: str, name: str, snapshot_id: int | None) -> Flow[TagModel]:
+        request = CreateTagRequest(name=name, snapshot_id=snapshot_id)
+        send = _send_json("POST", _path("tables", table_id, "tags"), request)
+        return (yield from self.call(send, TagModel))
+
+    def delete_tag(self, table_id: str, name: str) -> Flow[DeleteTagResponse]:
+        send = Send("DELETE", _path("tables", table_id, "tags", name))
+        return (yield from self.call(send, DeleteTagResponse))
+
+    def rollback(self, table_id: str, snapshot_id: int | None, tag: str | None) -> Flow[RollbackResponse]:
+        request = RollbackRequest(snapshot_id=snapshot_id, tag=tag)
+        send = _send_json("POST", _path("tables", table_id, "rollback"), request)
+        return (yield from self.call(send, RollbackResponse))
+
+    def list_consumers(self, table_id: str) -> Flow[ConsumerListResponse]:
+        send = Send("GET", _path("tables", table_id, "consumers"))
+        return (yield from self.call(send, ConsumerListResponse))
+
+    def set_consumer(self, table_id: str, consumer_id: str, next_snapshot_id: int) -> Flow[ConsumerModel]:
+        request = SetConsumerRequest(next_snapshot_id=next_snapshot_id)
+        send = _send_json("PUT", _path("tables", table_id, "consumers", consumer_id), request)
+        return (yield from self.call(send, ConsumerModel))
+
+    def delete_consumer(self, table_id: str, consumer_id: str) -> Flow[None]:
+        yield from self.exchange(Send("DELETE", _path("tables", table_id, "consumers", consumer_id)))
+
+    def clean_orphans(
+        self, table_id: str, older_than_seconds: float, dry_run: bool
+    ) -> Flow[CleanOrphansResponse]:
+        request = CleanOrphansRequest(older_than_seconds=older_than_seconds, dry_run=dry_run)
+        send = _send_json("POST", _path("tables", table_id, "orphans", "clean"), request)
+        return (yield from self.call(send, CleanOrphansResponse))
+
+    def locks(self) -> Flow[LockListResponse]:
+        return (yield from self.call(Send("GET", _path("locks")), LockListResponse))
+
+    def release_lock(self, lock_id: str) -> Flow[ReleaseLockResponse]:
+        return (yield from self.call(Send("POST", _path("locks", lock_id, "release")), ReleaseLockResponse))
+
+    def recent_commits(self, limit: int, table_id: str | None) -> Flow[CommitsOverviewResponse]:
+        params: dict[str, str | int] = {"limit": limit} | ({"table": table_id} if table_id else {})
+        return (yield from self.call(Send("GET", _path("commits"), params=params), CommitsOverviewResponse))
+
+    def audit(self, limit: int) -> Flow[AuditListResponse]:
+        return (yield from self.call(Send("GET", _path("audit"), params={"limit": limit}), AuditListResponse))
+
+    def overview(self, minutes: int) -> Flow[OverviewResponse]:
+        send = Send("GET", _path("ops", "overview"), params={"minutes": minutes})
+        return (yield from self.call(send, OverviewResponse))
+
+    def metrics(self) -> Flow[str]:
+        response = yield from self.exchange(Send("GET", _path("metrics")))
+        return response.text
+
+    def health(self) -> Flow[HealthResponse]:
+        return (yield from self.call(Send("GET", _path("health")), HealthResponse))
+
+
+def request_headers(user: str | None, token: str | None, extra: Mapping[str, str] | None) -> dict[str, str]:
+    """The headers of every request. With a token the service knows who asks; without one (a service
+    running without access control) `user` names who asks, and maintenance records it."""
+    own = {"Accept": "application/json", "User-Agent": USER_AGENT}
+    if user is not None:
+        own[USER_HEADER] = user
+    if token is not None:
+        own["Authorization"] = f"Bearer {token}"
+    return {**own, **(extra or {})}
+
+
+def build_request(http: httpx.Client | httpx.AsyncClient, send: Send) -> httpx.Request:
+    params = {k: str(v) for k, v in send.params.items()} if send.params else None
+    return http.build_request(send.method, send.path, params=params, content=send.body, headers=send.headers)

@@ -1,0 +1,36 @@
+"""The body of every error answer."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from coordinator_client.models._base import _Model
+from coordinator_client.models._commits import ConflictModel
+
+ErrorCode = Literal[
+    "COMMIT_CONFLICT",
+    "COMMIT_NOT_FOUND",
+    "CONSUMER_NOT_FOUND",
+    "FORBIDDEN",
+    "INTERNAL",
+    "INVALID_REQUEST",
+    "LOCK_UNAVAILABLE",
+    "METASTORE_UNAVAILABLE",
+    "PAYLOAD_TOO_LARGE",
+    "SNAPSHOT_NOT_FOUND",
+    "TABLE_ALREADY_EXISTS",
+    "TABLE_NOT_FOUND",
+    "TAG_ALREADY_EXISTS",
+    "TAG_NOT_FOUND",
+    "UNAUTHENTICATED",
+]
+"""The `code` of an ErrorResponse: one per error class of the service (coordinator.errors)."""
+
+
+class ErrorResponse(_Model):
+    """Every 4xx/5xx body: a stable code, a message, the offending field and, on 409, the conflict."""
+
+    code: ErrorCode
+    message: str
+    field: str | None = None
+    conflict: ConflictModel | None = None

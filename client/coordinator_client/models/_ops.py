@@ -1,0 +1,132 @@
+"""Operations: locks and their waiters, commits in flight, the audit log, the dashboard overview, health."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from coordinator_client.models._base import _Model
+from coordinator_client.models._commits import CommitRecordModel
+
+
+class LockWaiterModel(_Model):
+    """A commit of this service instance waiting in line for a table's lock."""
+
+    table_id: str
+    commit_user: str
+    identifier: int
+    waiting_ms: float
+
+
+class LockModel(_Model):
+    lock_id: str
+    table_id: str | None = Field(default=None, description="the table a `table:` lock guards")
+    owner: str
+    epoch: int
+    acquired_at: float = Field(description="epoch seconds, lock backend clock")
+    expires_at: float = Field(description="epoch seconds, lock backend clock")
+    waiters: list[LockWaiterModel] = Field(
+        default_factory=list, description="commits of this instance queued behind the holder"
+    )
+
+
+class LockListResponse(_Model):
+    now: float = Field(description="epoch seconds on the lock backend's clock, for ages and time to expiry")
+    locks: list[LockModel]
+
+
+class ReleaseLockResponse(_Model):
+    """What a forced release took away: the holder and its epoch; the next holder's epoch is larger."""
+
+    lock_id: str
+    released: bool
+    owner: str | None = None
+    epoch: int | None = None
+
+
+class InFlightCommitModel(_Model):
+    """A commit this service instance is working on, and the phase it is in."""
+
+    table_id: str
+    commit_user: str
+    identifier: int
+    phase: str = Field(
+        description="lockWait, reconcile, conflictCheck, manifestWrite, commitPoint or publish"
+    )
+    started_at: float = Field(description="epoch seconds")
+    elapsed_ms: float
+    timings: dict[str, float] = Field(description="phases finished so far (ms)")
+
+
+class CommitsOverviewResponse(_Model):
+    in_flight: list[InFlightCommitModel]
+    recent: list[CommitRecordModel] = Field(description="newest first, all tables")
+
+
+class AuditEntryModel(_Model):
+    """An administrative action outside any table's history: a forced lock release, a token change."""
+
+    id: int
+    at: float = Field(description="epoch seconds")
+    actor: str
+    action: str
+    target: str
+    details: dict[str, Any] | None = None
+
+
+class AuditListResponse(_Model):
+    entries: list[AuditEntryModel] = Field(description="newest first")
+
+
+class TableStatsModel(_Model):
+    """Per-table counters for dashboards: the latest snapshot's size and the commit outcomes so far."""
+
+    table_id: str
+    latest_snapshot_id: int
+    total_record_count: int
+    file_count: int = Field(description="live data files at the latest snapshot")
+    file_bytes: int = Field(description="their total size")
+    committed: int
+    rejected: int
+    conflicts: dict[str, int] = Field(description="rejections by conflict type")
+    last_commit_at: float | None = Field(default=None, description="epoch seconds")
+
+
+class MinuteCountModel(_Model):
+    minute: float = Field(description="start of the minute, epoch seconds")
+    committed: int
+    rejected: int
+
+
+class PhaseLatencyModel(_Model):
+    count: int
+    p50: float
+    p95: float
+    max: float
+
+
+class ConflictEventModel(_Model):
+    table_id: str
+    commit_user: str
+    identifier: int
+    type: str
+    message: str
+    at: float = Field(description="epoch seconds")
+
+
+class OverviewResponse(_Model):
+    """What the dashboard shows, over the last `windowMinutes` of commits."""
+
+    now: float = Field(description="epoch seconds")
+    window_minutes: int
+    tables: list[TableStatsModel]
+    commits_per_minute: list[MinuteCountModel] = Field(description="oldest first, one entry per minute")
+    phase_latency_ms: dict[str, PhaseLatencyModel] = Field(description="committed commits, by phase")
+    conflicts: list[ConflictEventModel] = Field(description="the latest rejections, newest first")
+
+
+class HealthResponse(_Model):
+    status: Literal["ok"]
+    database: str
+    warehouse: str

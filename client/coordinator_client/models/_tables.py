@@ -1,0 +1,56 @@
+"""Tables: create (or register), list, get."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from coordinator_client.models._base import NAME_PATTERN, _Model, _Request
+
+
+class FieldSpec(_Request):
+    name: str = Field(pattern=NAME_PATTERN)
+    type: str = Field(min_length=1, max_length=200, description="Paimon type string, e.g. DECIMAL(10, 2)")
+    description: str | None = None
+
+
+class CreateTableRequest(_Request):
+    """Create a table, or register an existing Paimon table when `location` is given instead of fields."""
+
+    database: str = Field(pattern=NAME_PATTERN)
+    name: str = Field(pattern=NAME_PATTERN)
+    fields: list[FieldSpec] | None = None
+    partition_keys: list[str] = Field(default_factory=list)
+    primary_keys: list[str] = Field(default_factory=list)
+    options: dict[str, str] = Field(default_factory=dict)
+    comment: str | None = None
+    location: str | None = None
+
+
+class SchemaFieldModel(_Model):
+    id: int
+    name: str
+    type: str
+    description: str | None = None
+
+
+class SchemaModel(_Model):
+    id: int
+    fields: list[SchemaFieldModel]
+    partition_keys: list[str]
+    primary_keys: list[str]
+    options: dict[str, str]
+    comment: str | None = None
+
+
+class TableResponse(_Model):
+    id: str
+    database: str
+    name: str
+    uuid: str
+    location: str
+    schema_: SchemaModel = Field(alias="schema")
+    latest_snapshot_id: int | None = None
+
+
+class TableListResponse(_Model):
+    tables: list[TableResponse]

@@ -1,0 +1,100 @@
+"""Snapshot rows: every snapshot of a table, its body as on storage, and whether it is published."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, RowMapping, bindparam, delete, insert, select, update
+
+from coordinator.db.models import SnapshotRow
+from coordinator.db.repositories._rows import first
+
+
+@dataclass(frozen=True)
+class StoredSnapshot:
+    snapshot_id: int
+    commit_user: str
+    commit_identifier: int
+    commit_kind: str
+    body: str
+    published: bool
+
+
+def insert_snapshots(conn: Connection, table_id: str, rows: Sequence[dict[str, object]]) -> None:
+    if not rows:
+        return  # an empty parameter list would run one INSERT with no values at all
+    conn.execute(insert(SnapshotRow), [{"table_id": table_id, **r} for r in rows])
+
+
+def delete_snapshots(
+    conn: Connection, table_id: str, *, below: int | None = None, above: int | None = None
+) -> None:
+    """Forget expired (`below`) or rolled-back (`above`) snapshots."""
+    query = delete(SnapshotRow).where(SnapshotRow.table_id == table_id)
+    if below is not None:
+        query = query.where(SnapshotRow.snapshot_id < below)
+    if above is not None:
+        query = query.where(SnapshotRow.snapshot_id > above)
+    conn.execute(query)
+
+
+def unpublished_snapshots(conn: Connection, table_id: str) -> list[StoredSnapshot]:
+    rows = conn.execute(
+        select(SnapshotRow.__table__)
+        .where(SnapshotRow.table_id == table_id, SnapshotRow.published.is_(False))
+        .order_by(SnapshotRow.snapshot_id)
+    ).mappings()
+    return [_snapshot(r) for r in rows]
+
+
+def tables_with_unpublished(conn: Connection) -> list[str]:
+    rows = conn.execute(
+        select(SnapshotRow.table_id).where(SnapshotRow.published.is_(False)).distinct()
+    ).scalars()
+    return list(rows)
+
+
+_MARK_PUBLISHED = (
+    update(SnapshotRow)
+    .where(
+        SnapshotRow.table_id == bindparam("b_table"),
+        SnapshotRow.published.is_(False),
+        SnapshotRow.snapshot_id <= bindparam("b_through"),
+    )
+    .values(published=True)
+)
+
+
+def mark_published(conn: Connection, table_id: str, *, through: int) -> None:
+    """Every snapshot up to `through` is on storage: snapshots are published in order, oldest first."""
+    conn.execute(_MARK_PUBLISHED, {"b_table": table_id, "b_through": through})
+
+
+def get_snapshot(conn: Connection, table_id: str, snapshot_id: int) -> StoredSnapshot | None:
+    row = first(
+        conn,
+        select(SnapshotRow.__table__).where(
+            SnapshotRow.table_id == table_id, SnapshotRow.snapshot_id == snapshot_id
+        ),
+    )
+    return _snapshot(row) if row is not None else None
+
+
+def list_snapshots(conn: Connection, table_id: str, limit: int, before: int | None) -> list[StoredSnapshot]:
+    query = select(SnapshotRow.__table__).where(SnapshotRow.table_id == table_id)
+    if before is not None:
+        query = query.where(SnapshotRow.snapshot_id < before)
+    rows = conn.execute(query.order_by(SnapshotRow.snapshot_id.desc()).limit(limit)).mappings()
+    return [_snapshot(r) for r in rows]
+
+
+def _snapshot(row: RowMapping) -> StoredSnapshot:
+    return StoredSnapshot(
+        int(row["snapshot_id"]),
+        row["commit_user"],
+        int(row["commit_identifier"]),
+        row["commit_kind"],
+        row["body"],
+        bool(row["published"]),
+    )

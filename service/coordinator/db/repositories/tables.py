@@ -1,0 +1,117 @@
+"""Table rows: registration, schema, and the pointer the commit point moves."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, tuple_, update
+
+from coordinator.db.models import CommitRow, SnapshotRow, TableRow
+from coordinator.db.repositories._rows import first
+from coordinator.db.repositories.commits import StoredCommit, stored_commit
+
+
+def get_table(conn: Connection, table_id: str) -> TableRow | None:
+    row = first(conn, select(TableRow.__table__).where(TableRow.id == table_id))
+    return TableRow(**row) if row is not None else None
+
+
+def list_tables(conn: Connection) -> list[TableRow]:
+    rows = conn.execute(select(TableRow.__table__).order_by(TableRow.id)).mappings().all()
+    return [TableRow(**r) for r in rows]
+
+
+def insert_table(conn: Connection, row: dict[str, object]) -> None:
+    conn.execute(insert(TableRow), [row])
+
+
+def delete_table(conn: Connection, table_id: str) -> bool:
+    conn.execute(delete(CommitRow).where(CommitRow.table_id == table_id))
+    conn.execute(delete(SnapshotRow).where(SnapshotRow.table_id == table_id))
+    return bool(conn.execute(delete(TableRow).where(TableRow.id == table_id)).rowcount == 1)
+
+
+@dataclass(frozen=True)
+class GroupContext:
+    latest_snapshot_id: int
+    has_unpublished: bool
+    committed: dict[tuple[str, int], StoredCommit]
+    """Commits of the group already committed, by (commitUser, identifier)."""
+    by_idempotency_key: dict[str, StoredCommit]
+    """Recorded answers for the group's Idempotency-Keys."""
+
+    def recorded(self, key: tuple[str, int], idempotency_key: str | None) -> StoredCommit | None:
+        """The recorded answer for this request: its Idempotency-Key's first, then its commit's."""
+        if idempotency_key is not None and idempotency_key in self.by_idempotency_key:
+            return self.by_idempotency_key[idempotency_key]
+        return self.committed.get(key)
+
+
+def group_context(
+    conn: Connection, table_id: str, keys: Sequence[tuple[str, int]], idempotency_keys: Sequence[str]
+) -> GroupContext | None:
+    """What a commit group needs to know first, in one round trip: the latest snapshot, whether a crash
+    left snapshots unpublished, and which of the group's commits were already decided."""
+    tables, commits = TableRow.__table__, CommitRow.__table__
+    unpublished = (
+        select(SnapshotRow.snapshot_id)
+        .where(SnapshotRow.table_id == tables.c.id, SnapshotRow.published.is_(False))
+        .exists()
+    )
+    decided = and_(
+        tuple_(commits.c.commit_user, commits.c.identifier).in_(keys), commits.c.outcome == "committed"
+    )
+    if idempotency_keys:
+        decided = or_(decided, commits.c.idempotency_key.in_(idempotency_keys))
+    joined = tables.outerjoin(commits, and_(commits.c.table_id == tables.c.id, decided))
+    rows = (
+        conn.execute(
+            select(tables.c.latest_snapshot_id.label("latest"), unpublished.label("unpublished"), commits)
+            .select_from(joined)
+            .where(tables.c.id == table_id)
+        )
+        .mappings()
+        .all()
+    )
+    if not rows:
+        return None
+    committed, by_key = {}, {}
+    for row in rows:
+        if row["id"] is None:
+            continue
+        stored = stored_commit(row)
+        if stored.outcome == "committed" and (stored.commit_user, stored.identifier) in keys:
+            committed[(stored.commit_user, stored.identifier)] = stored
+        if row["idempotency_key"] is not None and row["idempotency_key"] in idempotency_keys:
+            by_key[row["idempotency_key"]] = stored
+    return GroupContext(int(rows[0]["latest"]), bool(rows[0]["unpublished"]), committed, by_key)
+
+
+def latest_snapshot_id(conn: Connection, table_id: str) -> int | None:
+    value = conn.execute(select(TableRow.latest_snapshot_id).where(TableRow.id == table_id)).scalar()
+    return None if value is None else int(value)
+
+
+def update_schema(conn: Connection, table_id: str, schema_id: int, schema_json: str) -> None:
+    conn.execute(
+        update(TableRow).where(TableRow.id == table_id).values(schema_id=schema_id, schema_json=schema_json)
+    )
+
+
+_ADVANCE_LATEST = (
+    update(TableRow)
+    .where(TableRow.id == bindparam("b_table"), TableRow.latest_snapshot_id == bindparam("b_expected"))
+    .values(latest_snapshot_id=bindparam("b_new"))
+)
+
+
+def set_latest(conn: Connection, table_id: str, snapshot_id: int) -> None:
+    """Point the table at `snapshot_id` whatever it pointed at: a rollback, under the lock."""
+    conn.execute(update(TableRow).where(TableRow.id == table_id).values(latest_snapshot_id=snapshot_id))
+
+
+def advance_latest(conn: Connection, table_id: str, expected: int, new: int) -> bool:
+    """Move the table's pointer from `expected` to `new`; False when someone else moved it."""
+    result = conn.execute(_ADVANCE_LATEST, {"b_table": table_id, "b_expected": expected, "b_new": new})
+    return bool(result.rowcount == 1)

@@ -1,0 +1,183 @@
+"""What the database keeps of commits: the commit point, history rows, recorded answers, snapshot rows and
+conflict records.
+
+A snapshot is serialised once, when it is built (`SnapshotFile`): the same text goes into its database
+row at the commit point and into `snapshot-N` on storage, and recovery writes the row's text back as is.
+A commit's snapshots travel in one form, `SnapshotRef`, in answers and in history rows alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import Connection, Engine
+
+from coordinator.db import repositories as repo
+from coordinator.db.engine import read_only
+from coordinator.domain.conflicts import Conflict
+from coordinator.errors import CommitConflict, TableNotFound
+from coordinator.usecases.commit_queue import PendingCommit
+from coordinator.usecases.snapshot_file import SnapshotFile
+from coordinator.usecases.table_hold import Hold, unplaced_conflict
+from coordinator.usecases.tables import Table
+from coordinator_client.format.snapshot import Snapshot
+from coordinator_client.models import CommitResponse, ConflictModel, SnapshotRef, WinningSnapshot
+
+
+@dataclass
+class TableChange:
+    """What one table's head moves by at a commit point: from `previous_id` through its new snapshots."""
+
+    table: Table
+    previous_id: int
+    snapshots: list[SnapshotFile]
+    history: list[repo.NewCommit]
+
+
+@dataclass
+class GroupResult:
+    """How each member of a group was decided under the lock; answered after the finishing transaction."""
+
+    committed: list[PendingCommit] = field(default_factory=list)
+    rejected: list[tuple[PendingCommit, ConflictModel]] = field(default_factory=list)
+    replayed: list[tuple[PendingCommit, CommitResponse | CommitConflict]] = field(default_factory=list)
+    later: list[PendingCommit] = field(default_factory=list)
+    """Left for the next group: a resend racing its original, or what followed a mid-commit rejection."""
+
+    def reject_all(self, model: ConflictModel) -> None:
+        """The commit point failed for the whole group: whoever was decided is rejected with `model`."""
+        decided = [*self.committed, *(m for m, _ in self.rejected)]
+        for member in decided:
+            member.snapshots.clear()
+        self.committed, self.rejected = [], [(m, model) for m in decided]
+
+    def answer(self) -> None:
+        for member in self.committed:
+            response = CommitResponse(
+                snapshots=refs(member.snapshots),
+                deduplicated=False,
+                timings=member.timings,
+                group_size=len(self.committed),
+            )
+            member.succeed(response)
+        for member, conflict in self.rejected:
+            member.fail(CommitConflict(conflict))
+        for member, answer in self.replayed:
+            if isinstance(answer, CommitConflict):
+                member.fail(answer)
+            else:
+                member.succeed(answer)
+
+
+def replay_recorded(engine: Engine, table: Table, group: Sequence[PendingCommit]) -> GroupResult:
+    """After the commit point hit a unique index: every member answers from what is recorded."""
+    result = GroupResult()
+    with read_only(engine) as conn:
+        context = group_context(conn, table, group)
+    for member in group:
+        member.snapshots.clear()
+        stored = context.recorded(member.key, member.idempotency_key)
+        if stored is None:
+            member.fail(RuntimeError("the commit point hit a unique index without a recorded commit"))
+        else:
+            result.replayed.append((member, recorded_answer(stored)))
+    return result
+
+
+def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:
+    """One transaction for a set of table changes: every lease is still ours, every head pointer moves
+    from the expected snapshot to the change's last one, and every snapshot and history row is recorded.
+
+    Raises:
+        Conflict: LOCK_LOST (a lease ran out) or LATEST_SNAPSHOT_MOVED; nothing is recorded then.
+    """
+    with hold.fenced() as conn:
+        for change in changes:
+            table_id = change.table.id
+            if change.snapshots and not repo.advance_latest(
+                conn, table_id, change.previous_id, change.snapshots[-1].id
+            ):
+                raise Conflict(
+                    "LATEST_SNAPSHOT_MOVED",
+                    "another commit moved the table while this one held the lock",
+                    retryable=True,
+                )
+            repo.insert_snapshots(conn, table_id, [s.row(published=False) for s in change.snapshots])
+            repo.insert_commits(conn, table_id, change.history)
+
+
+def refs(snapshots: Sequence[Snapshot]) -> list[SnapshotRef]:
+    return [SnapshotRef(id=s.id, commit_kind=s.commit_kind.value) for s in snapshots]
+
+
+def history_row(member: PendingCommit, now: float, conflict: ConflictModel | None = None) -> repo.NewCommit:
+    """The history row of a decided commit: committed with its snapshots, or rejected with its conflict."""
+    committed = conflict is None
+    return repo.NewCommit(
+        commit_user=member.resolved.commit_user,
+        identifier=member.resolved.identifier,
+        outcome="committed" if committed else "rejected",
+        snapshots=[r.model_dump(mode="json", by_alias=True) for r in refs(member.snapshots)]
+        if committed
+        else [],
+        timings=member.timings,
+        conflict=None if conflict is None else conflict.model_dump(mode="json", by_alias=True),
+        # A retryable rejection is not a terminal answer, so it is not replayed for its key.
+        idempotency_key=None if conflict is not None and conflict.retryable else member.idempotency_key,
+        created_at=now,
+    )
+
+
+def recorded_answer(stored: repo.StoredCommit) -> CommitResponse | CommitConflict:
+    """The answer a recorded commit gives a resend: its snapshots, or its terminal rejection."""
+    if stored.outcome != "committed":
+        return CommitConflict(ConflictModel.model_validate(stored.conflict))
+    return CommitResponse(
+        snapshots=[SnapshotRef.model_validate(s) for s in stored.snapshots], deduplicated=True, timings={}
+    )
+
+
+def group_context(conn: Connection, table: Table, group: Sequence[PendingCommit]) -> repo.GroupContext:
+    """The table's head and the recorded answers of the group's commits, in one round trip.
+
+    Raises:
+        TableNotFound: the table was dropped meanwhile.
+    """
+    keys = [m.idempotency_key for m in group if m.idempotency_key is not None]
+    context = repo.group_context(conn, table.id, [m.key for m in group], keys)
+    if context is None:
+        raise TableNotFound(f"table {table.id} does not exist")
+    return context
+
+
+def conflict_model(
+    engine: Engine, table: Table, conflict: Conflict, built: Sequence[Snapshot] = ()
+) -> ConflictModel:
+    """The wire form of a conflict; the winning snapshot may be one the same group just built."""
+    partition = table.shape.partition_json(conflict.partition) if conflict.partition is not None else None
+    return unplaced_conflict(conflict).model_copy(
+        update={
+            "partition": partition,
+            "winning_snapshot": _winner(engine, table, conflict.winning_snapshot_id, built),
+        }
+    )
+
+
+def _winner(
+    engine: Engine, table: Table, winning_id: int | None, built: Sequence[Snapshot]
+) -> WinningSnapshot | None:
+    if not winning_id:
+        return None
+    for snapshot in built:
+        if snapshot.id == winning_id:
+            return WinningSnapshot(
+                id=snapshot.id, commit_user=snapshot.commit_user, commit_kind=snapshot.commit_kind.value
+            )
+    with read_only(engine) as conn:
+        stored = repo.get_snapshot(conn, table.id, winning_id)
+    if stored is None:
+        return None
+    return WinningSnapshot(
+        id=stored.snapshot_id, commit_user=stored.commit_user, commit_kind=stored.commit_kind
+    )

@@ -1,0 +1,73 @@
+"""One committable's snapshots, written on top of a table's state: check, manifests, snapshot.
+
+Under the table's lock: the plan's entries are checked against the live files (Paimon's conflict
+rules), the delta and changelog manifests are written, the base manifests merged when Paimon's
+thresholds say so, the manifest lists written and the snapshot built (domain.snapshot). The state
+advances with each snapshot, so a second snapshot of the same committable, or the next member of the
+group, builds on it. Nothing here is visible until the commit point records it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+
+from coordinator.clock import Clock
+from coordinator.domain.conflicts import check_base_snapshot, check_conflicts
+from coordinator.domain.manifest_merge import merge_manifests
+from coordinator.domain.plan import SnapshotPlan, plan_snapshots, with_live_metadata
+from coordinator.domain.snapshot import ManifestLists, next_snapshot
+from coordinator.usecases.commit_queue import PendingCommit
+from coordinator.usecases.table_state import TableState
+from coordinator.usecases.tables import Table
+
+
+def write_snapshots(table: Table, state: TableState, member: PendingCommit, clock: Clock) -> None:
+    """Append the member's snapshots to `member.snapshots`, advancing `state` with each.
+
+    Raises:
+        Conflict: the committable does not apply on top of the state (its manifests stay to be
+            discarded by the caller).
+    """
+    with member.timed("conflictCheck"):
+        check_base_snapshot(member.resolved.base_snapshot_id, state.snapshot_id)
+        plans = plan_snapshots(member.resolved, state.live, table.shape)
+    for plan in plans:
+        _write_snapshot(table, state, plan, member, clock)
+
+
+def _write_snapshot(
+    table: Table, state: TableState, plan: SnapshotPlan, member: PendingCommit, clock: Clock
+) -> None:
+    shape = table.shape
+    with member.timed("conflictCheck"):
+        plan = replace(plan, entries=with_live_metadata(plan.entries, state.live))
+        check_conflicts(
+            state.live,
+            plan.entries,
+            check_bucket_count=plan.check_bucket_count,
+            decode_key=shape.decode_key if shape.has_primary_key else None,
+        )
+    with member.timed("manifestWrite"):
+        manifests = state.manifests
+        base = merge_manifests(state.data_manifests, state.options, manifests.read, manifests.write)
+        delta = manifests.write(list(plan.entries)) if plan.entries else []
+        changelog = manifests.write(list(plan.changelog)) if plan.changelog else None
+        lists = ManifestLists(
+            base=manifests.write_list(base),
+            delta=manifests.write_list(delta),
+            changelog=manifests.write_list(changelog) if changelog is not None else None,
+        )
+        snapshot = next_snapshot(
+            state.snapshot,
+            plan,
+            lists,
+            member.resolved,
+            schema_id=shape.schema.id,
+            now_millis=clock.millis(),
+            snapshot_uuid=str(uuid.uuid4()),
+        )
+        state.live.apply(plan.entries, snapshot.id)
+        state.snapshot = snapshot
+        state.data_manifests = base + delta
+        member.snapshots.append(snapshot)

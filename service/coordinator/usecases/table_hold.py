@@ -1,0 +1,172 @@
+"""Holding tables for a change: the one way commits and maintenance take, keep and fence table locks.
+
+A change to one or more tables goes: acquire every table's lock in table-id order (so two changes
+naming the same tables never deadlock), keep every lease alive while the change is worked out, then
+write it in one database transaction that first checks every lease is still ours (the epoch fence).
+A holder whose lease ran out or was force-released before that transaction gets one answer whatever
+it was doing: a retryable LOCK_LOST conflict, and nothing it prepared becomes visible.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from typing import Literal
+
+from sqlalchemy import Connection, Engine
+
+from coordinator.clock import Clock
+from coordinator.db import repositories as repo
+from coordinator.domain.conflicts import Conflict
+from coordinator.errors import CommitConflict
+from coordinator.locks.base import Lease, LockBackend, process_owner
+from coordinator.locks.renewal import LeaseKeeper
+from coordinator.observability.metrics import Metrics
+from coordinator.usecases.tables import Table
+from coordinator_client.models import ConflictModel
+
+Holder = Literal["commit", "maintenance"]
+
+
+def lock_lost(lease: Lease) -> Conflict:
+    """The conflict of a holder fenced off its table: retryable, since nothing of it was written."""
+    return Conflict(
+        "LOCK_LOST",
+        f"the lease on {lease.lock_id} (epoch {lease.epoch}) ran out before the change was written",
+        retryable=True,
+    )
+
+
+class Hold:
+    """The leases of the tables one change holds, by table id."""
+
+    def __init__(self, engine: Engine, locks: LockBackend, leases: dict[str, Lease], clock: Clock) -> None:
+        self._engine = engine
+        self._locks = locks
+        self.leases = leases
+        self._clock = clock
+        self._released: set[str] = set()
+        self.keepers: list[LeaseKeeper] = []
+
+    def fence(self, conn: Connection) -> None:
+        """Inside the change's transaction: every lease is still ours, or nothing is written.
+
+        Raises:
+            Conflict: LOCK_LOST.
+        """
+        for lease in self.leases.values():
+            if not self._locks.still_held(conn, lease):
+                raise lock_lost(lease)
+
+    @contextmanager
+    def fenced(self) -> Iterator[Connection]:
+        """A transaction that commits only while every lease of the hold is still ours."""
+        with self._engine.begin() as conn:
+            self.fence(conn)
+            yield conn
+
+    def record(
+        self, conn: Connection, table_id: str, *, actor: str, action: str, details: dict[str, object]
+    ) -> None:
+        """A maintenance action into the table's history, inside the caller's fenced transaction."""
+        repo.insert_maintenance(
+            conn, table_id, actor=actor, action=action, details=details, now=self._clock.now()
+        )
+
+    def release_in(self, conn: Connection) -> None:
+        """Release every lease as part of the caller's transaction; the hold's end then does nothing."""
+        self._stop_renewing()
+        for table_id, lease in self.leases.items():
+            if table_id not in self._released:
+                self._locks.release_in(conn, lease)
+                self._released.add(table_id)
+
+    def release(self) -> None:
+        self._stop_renewing()
+        for table_id, lease in self.leases.items():
+            if table_id not in self._released:
+                self._released.add(table_id)
+                self._locks.release(lease)
+
+    def _stop_renewing(self) -> None:
+        for keeper in self.keepers:
+            keeper.stop()
+
+
+class TableHolds:
+    """Takes table locks for commits and maintenance, with lease keepers and lock metrics."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        locks: LockBackend,
+        *,
+        lease_seconds: float,
+        acquire_timeout_seconds: float,
+        metrics: Metrics,
+        clock: Clock,
+    ) -> None:
+        self._engine = engine
+        self._locks = locks
+        self._lease_seconds = lease_seconds
+        self.acquire_timeout = acquire_timeout_seconds
+        self._metrics = metrics
+        self._clock = clock
+        self._instance = process_owner()
+
+    @contextmanager
+    def hold(self, tables: Sequence[Table], holder: Holder) -> Iterator[Hold]:
+        """Hold the tables until the block ends, their leases renewed meanwhile.
+
+        A LOCK_LOST conflict escaping the block becomes the 409 a client sees.
+
+        Raises:
+            LockUnavailable: a lock stayed busy past the acquire timeout (nothing is held then).
+            CommitConflict: LOCK_LOST.
+        """
+        owner = f"{self._instance}{'' if holder == 'commit' else f'-{holder}'}-{uuid.uuid4().hex[:12]}"
+        asked = time.perf_counter()
+        deadline = time.monotonic() + self.acquire_timeout
+        leases: dict[str, Lease] = {}
+        hold = Hold(self._engine, self._locks, leases, self._clock)
+        try:
+            for table in sorted(tables, key=lambda t: t.id):
+                remaining = max(0.0, deadline - time.monotonic())
+                leases[table.id] = self._locks.acquire(table.lock_id, owner, remaining)
+        except BaseException:
+            hold.release()
+            raise
+        acquired = time.perf_counter()
+        self._metrics.lock_wait_seconds.labels(holder).observe(acquired - asked)
+        try:
+            with ExitStack() as keepers:
+                for lease in leases.values():
+                    hold.keepers.append(
+                        keepers.enter_context(LeaseKeeper(self._locks, lease, self._lease_seconds))
+                    )
+                yield hold
+        except Conflict as conflict:
+            raise CommitConflict(unplaced_conflict(conflict)) from None
+        finally:
+            hold.release()
+            self._metrics.lock_hold_seconds.labels(holder).observe(time.perf_counter() - acquired)
+
+    def try_hold_one(self, lock_id: str, purpose: str) -> Lease | None:
+        """One attempt at a table's lock without waiting (start-up recovery leaves busy tables alone)."""
+        return self._locks.try_acquire(lock_id, f"{self._instance}-{purpose}")
+
+    def release(self, lease: Lease) -> None:
+        self._locks.release(lease)
+
+
+def unplaced_conflict(conflict: Conflict) -> ConflictModel:
+    """The wire form of a conflict without its partition and winning snapshot, which need the table."""
+    return ConflictModel(
+        type=conflict.type,
+        message=conflict.message,
+        bucket=conflict.bucket,
+        files=list(conflict.files),
+        retryable=conflict.retryable,
+    )
