@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/constraints.txt
 
-.PHONY: serve test lint pytest bench openapi examples install install-dev clean
+.PHONY: serve test test-fast lint pytest bench openapi examples install install-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,11 @@ serve: install
 
 ## The whole suite: lint, type check, deployment files, then every test on SQLite and PostgreSQL.
 test: install-dev lint pytest
+
+## The fast lane while editing (under two minutes on 2 cores): SQLite only, no Spark, no Chromium, nothing
+## marked slow. PostgreSQL would add about a minute; `make test` runs every lane on both databases.
+test-fast: install-dev
+	$(BIN)/pytest -m "not slow and not spark and not browser and not postgres"
 
 lint:
 	$(BIN)/ruff check .

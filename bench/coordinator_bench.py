@@ -34,9 +34,9 @@ from bench.data import (
 )
 from bench.procs import launch_together
 from bench.stats import median_phases, summarize, window
+from bench.table_files import AppendTable
 from bench.verify import verify_contention
 from coordinator_client.models import BATCH_IDENTIFIER
-from tests.paimon_files import PaimonTable
 
 MAX_ATTEMPTS = 20
 JSON_HEADERS = {"content-type": "application/json"}
@@ -49,7 +49,7 @@ def new_client(url: str) -> httpx.Client:
     return httpx.Client(base_url=url, timeout=TIMEOUT)
 
 
-def create_table(client: httpx.Client, name: str) -> tuple[PaimonTable, dict[str, Any]]:
+def create_table(client: httpx.Client, name: str) -> tuple[AppendTable, dict[str, Any]]:
     """POST /tables: the baseline's shape (partitioned by dt, bucket-unaware append table)."""
     body = {
         "database": DATABASE,
@@ -62,7 +62,7 @@ def create_table(client: httpx.Client, name: str) -> tuple[PaimonTable, dict[str
     if response.status_code != 201:
         raise RuntimeError(f"create table {name}: {response.status_code} {response.text}")
     answer: dict[str, Any] = response.json()
-    return PaimonTable(answer), answer
+    return AppendTable(answer), answer
 
 
 def commit_body(user: str, identifier: int, messages: list[dict[str, Any]]) -> bytes:
@@ -136,7 +136,7 @@ def windows(
 # ---------------------------------------------------------------- 2. one commit of many messages
 
 
-def link_files(table: PaimonTable, count: int, partitions: Sequence[str]) -> list[dict[str, Any]]:
+def link_files(table: AppendTable, count: int, partitions: Sequence[str]) -> list[dict[str, Any]]:
     """`count` one-file messages over the partitions; one real parquet file per partition, hard-linked.
 
     The service never opens data files at commit time, so the links cost the commit nothing it would not
@@ -212,7 +212,7 @@ def writer(job: dict[str, Any], ready: Queue[int], start: Event, out: Queue[dict
     """One contention writer process: per commit, write one parquet file, then POST it."""
     announced = False
     try:
-        table = PaimonTable(job["table"])
+        table = AppendTable(job["table"])
         k, n = job["writer"], job["commits"]
         user = f"writer-{k}-{uuid.uuid4().hex[:8]}"
         batches = [rows(writer_partition(k), contention_ids(k, j, n).start) for j in range(1, n + 1)]

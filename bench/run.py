@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _importable() -> None:
-    """Let `python bench/run.py` find bench/, tests/ and, without an install, the two distributions.
+    """Let `python bench/run.py` find bench/ and, without an install, the two distributions.
 
     Spawned children (writers, the pypaimon baseline) inherit this sys.path from the parent.
     """

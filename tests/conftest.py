@@ -10,13 +10,12 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 import uvicorn
 from fastapi.testclient import TestClient
-from playwright.sync_api import Browser, sync_playwright
 from sqlalchemy import create_engine, text
 
 from coordinator.app import create_app
@@ -24,6 +23,24 @@ from coordinator.db.migrate import upgrade
 from coordinator.db.models import Base
 from coordinator.services import Services
 from coordinator.settings import Settings
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
+SPARK_TESTS = Path(__file__).parent / "spark"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark what the fast lane leaves out by what a test needs, so nobody has to remember the markers."""
+    for item in items:
+        if item.path.is_relative_to(SPARK_TESTS):
+            item.add_marker(pytest.mark.spark)
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "postgres" in callspec.params.values():
+            item.add_marker(pytest.mark.postgres)
+
 
 PG_SERVER = os.environ.get("COORDINATOR_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432")
 OWNED_TABLES = tuple(name for name in Base.metadata.tables if name != "alembic_version")
@@ -174,6 +191,9 @@ CHROMIUM = Path("/usr/bin/chromium")
 @pytest.fixture
 def browser() -> Iterator[Browser]:
     """Headless Chromium (Debian's package) driven by Playwright; missing Chromium fails, never skips."""
+    # Imported here, so tests without a browser do not need Playwright installed.
+    from playwright.sync_api import sync_playwright
+
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (apt-get install chromium)")
     with sync_playwright() as playwright:

@@ -6,21 +6,27 @@ writer would (Paimon's hash and partition naming) and describe each file as a co
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Sequence
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from coordinator_client import CoordinatorClient
 from coordinator_client.format.binary_row import encode_row
 from coordinator_client.format.bucket import bucket_of
 from coordinator_client.format.partition_path import partition_path
 from coordinator_client.format.types import parse_type
 from coordinator_client.spark.layout import arrow_type
+
+if TYPE_CHECKING:
+    from fastapi.testclient import TestClient
 
 VALUE_KINDS = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
 
@@ -38,6 +44,18 @@ class PaimonTable:
         self.primary_keys: list[str] = schema["primaryKeys"]
         self.keys = [k for k in self.primary_keys if k not in self.partition_keys]
         self.buckets = int(schema["options"].get("bucket", "-1"))
+
+    @property
+    def manifest_dir(self) -> Path:
+        return self.location / "manifest"
+
+    @property
+    def snapshot_dir(self) -> Path:
+        return self.location / "snapshot"
+
+    @property
+    def schema_dir(self) -> Path:
+        return self.location / "schema"
 
     def partition_dir(self, partition: dict[str, Any]) -> str:
         names = self.partition_keys
@@ -125,31 +143,54 @@ def json_value(value: Any) -> Any:
     return value
 
 
-def pypaimon_rows(warehouse: Path, table_id: str, snapshot_id: int | None = None) -> list[dict[str, Any]]:
-    """Every row pypaimon reads from the table (at a snapshot), sorted for comparison."""
+def pypaimon_table(warehouse: Path, table_id: str, snapshot_id: int | None = None) -> pa.Table:
+    """Every row pypaimon reads from the table (at a snapshot), through a fresh filesystem catalog."""
     from pypaimon import CatalogFactory
 
     table = CatalogFactory.create({"warehouse": str(warehouse)}).get_table(table_id)
     if snapshot_id is not None:
         table = table.copy({"scan.snapshot-id": str(snapshot_id)})
     builder = table.new_read_builder()
-    arrow = builder.new_read().to_arrow(builder.new_scan().plan().splits())
-    rows = arrow.to_pylist() if arrow is not None else []
-    return sorted(rows, key=lambda r: tuple(str(v) for v in r.values()))
+    arrow: pa.Table | None = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+    return arrow if arrow is not None else pa.table({})
+
+
+def pypaimon_rows(warehouse: Path, table_id: str, snapshot_id: int | None = None) -> list[dict[str, Any]]:
+    """Every row pypaimon reads from the table (at a snapshot), sorted for comparison."""
+    return sorted_rows(pypaimon_table(warehouse, table_id, snapshot_id).to_pylist())
 
 
 def sorted_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted((dict(r) for r in rows), key=lambda r: tuple(str(v) for v in r.values()))
 
 
-def create_table(client: Any, database: str, name: str, fields: dict[str, str], **body: Any) -> PaimonTable:
-    """POST /tables and wrap the answer; `client` is a TestClient or an httpx.Client."""
-    payload = {
+def table_request(database: str, name: str, fields: dict[str, str], **body: Any) -> dict[str, Any]:
+    """The CreateTableRequest JSON of a table with these fields (name -> Paimon type)."""
+    return {
         "database": database,
         "name": name,
         "fields": [{"name": n, "type": t} for n, t in fields.items()],
         **body,
     }
+
+
+class Poster(Protocol):
+    """Raw HTTP: a TestClient, an httpx.Client, or a wrapper that adds a token."""
+
+    def post(self, url: str, /, *, json: Any) -> httpx.Response: ...
+
+
+def create_table(
+    client: Poster | CoordinatorClient,
+    database: str,
+    name: str,
+    fields: dict[str, str],
+    **body: Any,
+) -> PaimonTable:
+    """Create the table through the API (raw HTTP or the client package) and wrap the answer."""
+    payload = table_request(database, name, fields, **body)
+    if isinstance(client, CoordinatorClient):
+        return PaimonTable(client.create_table(payload).model_dump(mode="json", by_alias=True))
     response = client.post("/tables", json=payload)
     assert response.status_code == 201, response.text
     return PaimonTable(response.json())
@@ -164,3 +205,57 @@ def group_by_bucket(
         key = (*[row[k] for k in table.partition_keys], table.bucket(row))
         groups.setdefault(key, []).append(row)
     return groups
+
+
+# The order table of the HTTP conflict and group-commit tests: partitioned by dt, keyed by (dt, id).
+ORDER_FIELDS = {"dt": "STRING", "id": "BIGINT", "v": "STRING"}
+
+
+def pk_table(api: TestClient, name: str = "orders") -> PaimonTable:
+    """sales.<name>: a primary-key table partitioned by dt, keyed by (dt, id), in 2 buckets."""
+    return create_table(
+        api,
+        "sales",
+        name,
+        ORDER_FIELDS,
+        partitionKeys=["dt"],
+        primaryKeys=["dt", "id"],
+        options={"bucket": "2"},
+    )
+
+
+def rows_in_bucket(table: PaimonTable, bucket: int, ids: range, dt: str = "a") -> list[dict[str, Any]]:
+    """Rows of partition `dt` with the given ids that a writer routes to `bucket`."""
+    return [{"dt": dt, "id": i, "v": "x"} for i in ids if table.bucket({"dt": dt, "id": i}) == bucket]
+
+
+def deletion_of(f: dict[str, Any]) -> dict[str, Any]:
+    """The DataFile JSON a compaction sends to delete file `f` (what identifies it, no more)."""
+    return {k: f[k] for k in ("fileName", "fileSize", "rowCount", "minKey", "maxKey", "level")}
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """Every file under `root` and the hash of its bytes, to show storage did not change."""
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def commit(
+    api: TestClient, table: PaimonTable, messages: list[dict[str, Any]], **body: Any
+) -> list[dict[str, Any]]:
+    """POST a batch commit of `messages` that must succeed; returns its snapshots."""
+    response = api.post(
+        f"/tables/{table.id}/commits",
+        json={
+            "commitUser": f"job-{uuid.uuid4()}",
+            "identifier": body.pop("identifier", 2**63 - 1),
+            "messages": messages,
+            **body,
+        },
+    )
+    assert response.status_code == 201, response.text
+    snapshots: list[dict[str, Any]] = response.json()["snapshots"]
+    return snapshots

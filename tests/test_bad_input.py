@@ -11,8 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from coordinator.settings import Settings
-from tests.paimon_files import PaimonTable, create_table
-from tests.test_conflicts import tree_digest
+from tests.paimon_files import PaimonTable, create_table, tree_digest
 
 Mutation = Callable[[dict[str, Any]], None]
 

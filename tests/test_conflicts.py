@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import uuid
-from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
 
-from tests.paimon_files import PaimonTable, create_table
-
-FIELDS = {"dt": "STRING", "id": "BIGINT", "v": "STRING"}
+from tests.paimon_files import PaimonTable, deletion_of, pk_table, rows_in_bucket, tree_digest
 
 
 def post(
@@ -34,28 +30,6 @@ def post(
         },
         headers=headers or {},
     )
-
-
-def tree_digest(root: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
-
-
-def pk_table(api: TestClient, name: str = "orders") -> PaimonTable:
-    return create_table(
-        api, "sales", name, FIELDS, partitionKeys=["dt"], primaryKeys=["dt", "id"], options={"bucket": "2"}
-    )
-
-
-def rows_in_bucket(table: PaimonTable, bucket: int, ids: range, dt: str = "a") -> list[dict[str, Any]]:
-    return [{"dt": dt, "id": i, "v": "x"} for i in ids if table.bucket({"dt": dt, "id": i}) == bucket]
-
-
-def deletion_of(f: dict[str, Any]) -> dict[str, Any]:
-    return {k: f[k] for k in ("fileName", "fileSize", "rowCount", "minKey", "maxKey", "level")}
 
 
 def test_two_compactions_deleting_the_same_file(api: TestClient) -> None:

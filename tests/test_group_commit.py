@@ -22,8 +22,15 @@ from coordinator.db.models import LockRow
 from coordinator.errors import CommitConflict, LockUnavailable
 from coordinator.services import Services
 from coordinator_client.models import CommitRequest, CommitResponse
-from tests.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows
-from tests.test_conflicts import deletion_of, pk_table, rows_in_bucket
+from tests.paimon_files import (
+    PaimonTable,
+    create_table,
+    deletion_of,
+    pk_table,
+    pypaimon_rows,
+    rows_in_bucket,
+    sorted_rows,
+)
 
 QUEUE_DEADLINE_S = 20.0
 

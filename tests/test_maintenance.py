@@ -15,8 +15,7 @@ from fastapi.testclient import TestClient
 
 from coordinator.services import Services
 from coordinator_client.models import CommitRequest
-from tests.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows
-from tests.test_pypaimon_reads import commit
+from tests.paimon_files import PaimonTable, commit, create_table, pypaimon_rows, sorted_rows
 
 FIELDS = {"dt": "STRING", "id": "BIGINT", "v": "STRING"}
 EXPIRE_EVERYTHING_OLD = {"snapshot.num-retained.min": "1", "snapshot.time-retained": "1 ms"}
@@ -112,6 +111,7 @@ def test_a_consumer_keeps_its_snapshots_until_it_advances_or_expires(
     assert pypaimon_rows(warehouse, table.id) == sorted_rows(everything)
 
 
+@pytest.mark.slow  # ten thousand snapshots are committed first
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 def test_expiring_ten_thousand_snapshots_takes_bounded_batches_and_lets_a_commit_through(
     services: Services, api: TestClient, warehouse: Path

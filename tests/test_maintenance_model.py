@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import fastavro
+import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
@@ -449,6 +450,8 @@ def referenced_manifests(metadata: list[Path]) -> set[str]:
     return names
 
 
+# 30 programs of 30 steps, each step read back by pypaimon: minutes per database, so not in the fast lane.
+@pytest.mark.slow
 def test_maintenance_keeps_readers_and_storage_consistent(api: TestClient, warehouse: Path) -> None:
     """Runs on SQLite and PostgreSQL (the `api` fixture's parameters); hypothesis wants a machine class,
     so a subclass binds this test's app."""

@@ -2,31 +2,13 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from fastapi.testclient import TestClient
 
-from tests.paimon_files import PaimonTable, create_table, group_by_bucket, pypaimon_rows, sorted_rows
+from tests.paimon_files import PaimonTable, commit, create_table, group_by_bucket, pypaimon_rows, sorted_rows
 
 PK_FIELDS = {"dt": "STRING", "id": "BIGINT", "v": "STRING"}
-
-
-def commit(
-    api: TestClient, table: PaimonTable, messages: list[dict[str, Any]], **body: Any
-) -> list[dict[str, Any]]:
-    response = api.post(
-        f"/tables/{table.id}/commits",
-        json={
-            "commitUser": f"job-{uuid.uuid4()}",
-            "identifier": body.pop("identifier", 2**63 - 1),
-            "messages": messages,
-            **body,
-        },
-    )
-    assert response.status_code == 201, response.text
-    snapshots: list[dict[str, Any]] = response.json()["snapshots"]
-    return snapshots
 
 
 def test_partitioned_append_table_after_three_commits(api: TestClient, warehouse: Any) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+
+from tests.paimon_files import PaimonTable, pypaimon_table
 
 ARROW_SCHEMA = pa.schema(
     [("dt", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("v", pa.float64())]
@@ -31,27 +33,16 @@ EXPECTED_ROWS = [
 ]
 
 
-@dataclass
-class PaimonTable:
-    """A written pypaimon table and the paths of its metadata directories."""
+class PypaimonTable(PaimonTable):
+    """A table pypaimon created and wrote itself; `table` is pypaimon's own FileStoreTable of it."""
 
-    table: Any  # pypaimon FileStoreTable
-    path: Path
-
-    @property
-    def manifest_dir(self) -> Path:
-        return self.path / "manifest"
-
-    @property
-    def snapshot_dir(self) -> Path:
-        return self.path / "snapshot"
-
-    @property
-    def schema_dir(self) -> Path:
-        return self.path / "schema"
+    def __init__(self, table: Any, location: Path, table_id: str) -> None:
+        schema = json.loads((location / "schema" / "schema-0").read_text())
+        super().__init__({"id": table_id, "location": str(location), "schema": schema})
+        self.table = table
 
 
-def build_pk_table(warehouse: Path) -> PaimonTable:
+def build_pk_table(warehouse: Path) -> PypaimonTable:
     """Partitioned (dt) primary-key (dt, id) table with 2 buckets and two batch commits."""
     from pypaimon import CatalogFactory, Schema
 
@@ -69,14 +60,10 @@ def build_pk_table(warehouse: Path) -> PaimonTable:
         commit.commit(write.prepare_commit())
         write.close()
         commit.close()
-    return PaimonTable(table=catalog.get_table("db.t"), path=warehouse / "db.db" / "t")
+    return PypaimonTable(catalog.get_table("db.t"), warehouse / "db.db" / "t", "db.t")
 
 
 def read_rows(warehouse: Path) -> list[tuple[Any, ...]]:
     """All live rows of db.t as read by a fresh pypaimon catalog, sorted by id."""
-    from pypaimon import CatalogFactory
-
-    table = CatalogFactory.create({"warehouse": str(warehouse)}).get_table("db.t")
-    builder = table.new_read_builder()
-    arrow = builder.new_read().to_arrow(builder.new_scan().plan().splits())
-    return sorted((r["dt"], r["id"], r["name"], r["v"]) for r in arrow.to_pylist())
+    rows = pypaimon_table(warehouse, "db.t").to_pylist()
+    return sorted((r["dt"], r["id"], r["name"], r["v"]) for r in rows)

@@ -14,10 +14,10 @@ from coordinator_client.format.binary_row import encode_row
 from coordinator_client.format.bucket import bucket_of
 from coordinator_client.format.bucket_arrow import buckets_of_columns, encode_rows_columns
 from coordinator_client.format.types import DataType
-from tests.format.test_bucket import _KEY_KINDS, pypaimon_buckets
+from tests.format.bucket_kinds import KEY_KINDS, pypaimon_buckets
 
 # Kinds with a column-wise encoding; big_decimal (precision 30) exercises the row-at-a-time fallback.
-COLUMNAR = sorted(k for k in _KEY_KINDS if k != "big_decimal")
+COLUMNAR = sorted(k for k in KEY_KINDS if k != "big_decimal")
 
 # Extra types and values (with nulls) for the byte-for-byte comparison with encode_row.
 _MORE: dict[str, tuple[DataType, pa.DataType, st.SearchStrategy[object]]] = {
@@ -29,7 +29,7 @@ _MORE: dict[str, tuple[DataType, pa.DataType, st.SearchStrategy[object]]] = {
     "bytes": (DataType("BYTES"), pa.binary(), st.binary(max_size=20)),
     "char": (DataType("CHAR", length=12), pa.string(), st.text(max_size=12)),
 }
-ALL_KINDS = {**{k: _KEY_KINDS[k] for k in COLUMNAR}, **_MORE}
+ALL_KINDS = {**{k: KEY_KINDS[k] for k in COLUMNAR}, **_MORE}
 
 
 def arrow_columns(
@@ -63,11 +63,11 @@ def test_buckets_equal_pypaimon_writer(data: st.DataObject) -> None:
     """The acceptance's property: random keys of int, bigint, short and long strings, date, decimal."""
     kinds = data.draw(st.lists(st.sampled_from(COLUMNAR), min_size=1, max_size=4))
     rows = data.draw(
-        st.lists(st.tuples(*(_KEY_KINDS[k][2] for k in kinds)).map(list), min_size=1, max_size=30)
+        st.lists(st.tuples(*(KEY_KINDS[k][2] for k in kinds)).map(list), min_size=1, max_size=30)
     )
     num_buckets = data.draw(st.integers(1, 64))
-    types = [_KEY_KINDS[k][0].not_null() for k in kinds]
-    ours = buckets_of_columns(arrow_columns(kinds, rows, _KEY_KINDS), types, num_buckets)
+    types = [KEY_KINDS[k][0].not_null() for k in kinds]
+    ours = buckets_of_columns(arrow_columns(kinds, rows, KEY_KINDS), types, num_buckets)
     assert ours.tolist() == pypaimon_buckets(kinds, rows, num_buckets)
 
 

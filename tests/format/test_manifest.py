@@ -34,7 +34,7 @@ from coordinator_client.format.snapshot import (
     snapshot_file_name,
 )
 
-from ._pypaimon_table import EXPECTED_ROWS, PaimonTable, build_pk_table, read_rows
+from ._pypaimon_table import EXPECTED_ROWS, PypaimonTable, build_pk_table, read_rows
 
 EMPTY_ROW = bytes(12)
 INT = st.integers(-(2**31), 2**31 - 1)
@@ -444,7 +444,7 @@ def test_partition_stats_all_null_and_arity_checks() -> None:
 
 
 @pytest.fixture(scope="module")
-def pk_table(tmp_path_factory: pytest.TempPathFactory) -> PaimonTable:
+def pk_table(tmp_path_factory: pytest.TempPathFactory) -> PypaimonTable:
     return build_pk_table(tmp_path_factory.mktemp("warehouse"))
 
 
@@ -462,11 +462,11 @@ def _pypaimon_row_codec(table: Any) -> tuple[Any, Any]:
     return decode, encode
 
 
-def _latest(pk: PaimonTable) -> Any:
+def _latest(pk: PypaimonTable) -> Any:
     return pk.table.snapshot_manager().get_latest_snapshot()
 
 
-def test_decode_pypaimon_manifest_lists(pk_table: PaimonTable) -> None:
+def test_decode_pypaimon_manifest_lists(pk_table: PypaimonTable) -> None:
     from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
     theirs_reader = ManifestListManager(pk_table.table)
@@ -499,7 +499,7 @@ def test_decode_pypaimon_manifest_lists(pk_table: PaimonTable) -> None:
     assert seen == 2  # base holds commit 1's manifest, delta holds commit 2's
 
 
-def test_decode_pypaimon_manifests_and_recompute_their_list_metadata(pk_table: PaimonTable) -> None:
+def test_decode_pypaimon_manifests_and_recompute_their_list_metadata(pk_table: PypaimonTable) -> None:
     from pypaimon.manifest.manifest_file_manager import ManifestFileManager
     from pypaimon.manifest.manifest_list_manager import ManifestListManager
     from pypaimon.table.row.generic_row import GenericRowSerializer
@@ -555,7 +555,7 @@ def test_decode_pypaimon_manifests_and_recompute_their_list_metadata(pk_table: P
     assert total_rows == _latest(pk_table).total_record_count == 7
 
 
-def test_pypaimon_reads_manifests_we_encode(pk_table: PaimonTable) -> None:
+def test_pypaimon_reads_manifests_we_encode(pk_table: PypaimonTable) -> None:
     from pypaimon.manifest.manifest_file_manager import ManifestFileManager
     from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
@@ -597,7 +597,7 @@ def test_pypaimon_reads_manifests_we_encode(pk_table: PaimonTable) -> None:
     assert theirs[-1].file.write_cols_sequences == [3]
 
 
-def test_pypaimon_reads_manifest_lists_we_encode(pk_table: PaimonTable) -> None:
+def test_pypaimon_reads_manifest_lists_we_encode(pk_table: PypaimonTable) -> None:
     from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
     _, encode = _pypaimon_row_codec(pk_table.table)
@@ -636,10 +636,10 @@ def test_pypaimon_reads_manifest_lists_we_encode(pk_table: PaimonTable) -> None:
     assert back.partition_stats.null_counts == [0, None]
 
 
-def test_pypaimon_reads_a_table_whose_metadata_we_rewrote(pk_table: PaimonTable, tmp_path: Path) -> None:
+def test_pypaimon_reads_a_table_whose_metadata_we_rewrote(pk_table: PypaimonTable, tmp_path: Path) -> None:
     """End to end: re-encode every manifest and list with our code, publish snapshot 3, read rows."""
     warehouse = tmp_path / "copy"
-    shutil.copytree(pk_table.path.parent.parent, warehouse)
+    shutil.copytree(pk_table.location.parent.parent, warehouse)
     table_dir = warehouse / "db.db" / "t"
     manifest_dir = table_dir / "manifest"
     previous = Snapshot.from_json((table_dir / "snapshot" / snapshot_file_name(2)).read_text())

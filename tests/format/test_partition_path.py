@@ -19,8 +19,7 @@ from pypaimon.utils.file_store_path_factory import FileStorePathFactory
 from coordinator_client.format.binary_row import encode_row
 from coordinator_client.format.partition_path import bucket_dir, partition_path, partition_value_text
 from coordinator_client.format.types import DataType, parse_type
-
-from .test_binary_row import values_for
+from tests.format.row_strategies import values_for
 
 DATE = DataType("DATE")
 STRING = DataType("STRING")

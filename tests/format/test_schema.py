@@ -16,7 +16,7 @@ from coordinator_client.format.schema import (
     schema_file_name,
 )
 
-from ._pypaimon_table import PaimonTable, build_pk_table
+from ._pypaimon_table import PypaimonTable, build_pk_table
 
 # Verbatim from paimon-format.md §2 (written by pypaimon).
 PYPAIMON_SCHEMA = """{"version": 3, "id": 0,
@@ -188,11 +188,11 @@ def test_schema_file_names() -> None:
 
 
 @pytest.fixture(scope="module")
-def pk_table(tmp_path_factory: pytest.TempPathFactory) -> PaimonTable:
+def pk_table(tmp_path_factory: pytest.TempPathFactory) -> PypaimonTable:
     return build_pk_table(tmp_path_factory.mktemp("warehouse"))
 
 
-def test_parses_pypaimon_written_schema_file(pk_table: PaimonTable) -> None:
+def test_parses_pypaimon_written_schema_file(pk_table: PypaimonTable) -> None:
     assert sorted(p.name for p in pk_table.schema_dir.iterdir()) == [schema_file_name(0)]
     text = (pk_table.schema_dir / schema_file_name(0)).read_text()
     s = TableSchema.from_json(text)

@@ -25,7 +25,7 @@ from coordinator_client.format.snapshot import (
     snapshot_file_name,
 )
 
-from ._pypaimon_table import PaimonTable, build_pk_table
+from ._pypaimon_table import PypaimonTable, build_pk_table
 
 # Verbatim from paimon-format.md §3 (pypaimon, PK table, 3rd commit).
 PYPAIMON_SNAPSHOT = """{
@@ -273,11 +273,11 @@ def test_snapshot_file_names() -> None:
 
 
 @pytest.fixture(scope="module")
-def pk_table(tmp_path_factory: pytest.TempPathFactory) -> PaimonTable:
+def pk_table(tmp_path_factory: pytest.TempPathFactory) -> PypaimonTable:
     return build_pk_table(tmp_path_factory.mktemp("warehouse"))
 
 
-def test_parses_pypaimon_written_snapshots_and_hint(pk_table: PaimonTable) -> None:
+def test_parses_pypaimon_written_snapshots_and_hint(pk_table: PypaimonTable) -> None:
     from pypaimon.common.json_util import JSON
     from pypaimon.snapshot.snapshot import Snapshot as PySnapshot
 
@@ -305,7 +305,7 @@ def test_parses_pypaimon_written_snapshots_and_hint(pk_table: PaimonTable) -> No
         assert ours.to_json() == text
 
 
-def test_pypaimon_parses_our_json(pk_table: PaimonTable) -> None:
+def test_pypaimon_parses_our_json(pk_table: PypaimonTable) -> None:
     from pypaimon.common.json_util import JSON
     from pypaimon.snapshot.snapshot import Snapshot as PySnapshot
 
@@ -353,11 +353,11 @@ def test_pypaimon_parses_our_json(pk_table: PaimonTable) -> None:
     }
 
 
-def test_pypaimon_reads_our_hint_and_snapshot(pk_table: PaimonTable, tmp_path: Path) -> None:
+def test_pypaimon_reads_our_hint_and_snapshot(pk_table: PypaimonTable, tmp_path: Path) -> None:
     from pypaimon.snapshot.snapshot_manager import SnapshotManager
 
     table_dir = tmp_path / "t"
-    shutil.copytree(pk_table.path, table_dir)
+    shutil.copytree(pk_table.location, table_dir)
     snapshot_dir = table_dir / "snapshot"
     previous = Snapshot.from_json((snapshot_dir / snapshot_file_name(2)).read_text())
     nxt = dataclasses.replace(

@@ -13,8 +13,7 @@ from hypothesis import given, settings
 from coordinator_client.format.binary_row import decode_row, encode_row
 from coordinator_client.format.types import DataType, parse_type
 from coordinator_client.format.values import from_json_value, to_json_value
-
-from .test_binary_row import typed_rows
+from tests.format.row_strategies import typed_rows
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -49,17 +49,6 @@ def assert_same_rows(actual: pa.Table, expected: pa.Table, keys: Sequence[str], 
         raise AssertionError(f"{what}: rows differ")
 
 
-def pypaimon_table(warehouse: Path, table_id: str, snapshot_id: int | None = None) -> pa.Table:
-    """Every row pypaimon reads from the table, at a snapshot."""
-    from pypaimon import CatalogFactory
-
-    table = CatalogFactory.create({"warehouse": str(warehouse)}).get_table(table_id)
-    if snapshot_id is not None:
-        table = table.copy({"scan.snapshot-id": str(snapshot_id)})
-    builder = table.new_read_builder()
-    return builder.new_read().to_arrow(builder.new_scan().plan().splits())
-
-
 def data_files_on_storage(location: str) -> set[str]:
     """Data files under a table folder, relative to it."""
     root = Path(location)
@@ -74,16 +63,3 @@ def data_files_referenced(client: CoordinatorClient, table_id: str) -> set[str]:
         for f in client.live_files(table_id, snapshot.id).files:
             referenced.add(str(Path(f.path).relative_to(location)))
     return referenced
-
-
-def create_table(client: CoordinatorClient, table_id: str, fields: dict[str, str], **body: Any) -> str:
-    database, name = table_id.split(".")
-    client.create_table(
-        {
-            "database": database,
-            "name": name,
-            "fields": [{"name": n, "type": t} for n, t in fields.items()],
-            **body,
-        }
-    )
-    return table_id

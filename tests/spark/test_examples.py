@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.conftest import LiveServer, fresh_database
-from tests.spark.tables import data_files_on_storage, pypaimon_table
+from tests.paimon_files import pypaimon_table
+from tests.spark.tables import data_files_on_storage
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -15,12 +15,11 @@ import pytest
 
 from coordinator_client import CoordinatorClient
 from coordinator_client.spark import compact, read, write
+from tests.paimon_files import create_table, pypaimon_table
 from tests.spark.tables import (
     assert_same_rows,
-    create_table,
     data_files_on_storage,
     data_files_referenced,
-    pypaimon_table,
     spark_frame,
 )
 
@@ -84,8 +83,8 @@ def test_write_update_delete_compact_read_back_at_every_snapshot(
     spark: SparkSession, client: CoordinatorClient, warehouse: Path, tmp_path: Path
 ) -> None:
     table = create_table(
-        client, "sales.orders", FIELDS, partitionKeys=["dt"], primaryKeys=KEY, options={"bucket": "4"}
-    )
+        client, "sales", "orders", FIELDS, partitionKeys=["dt"], primaryKeys=KEY, options={"bucket": "4"}
+    ).id
     rng = np.random.default_rng(7)
     base = _rows(rng.permutation(ROWS), "base-", rng)
     # Drawn with replacement: about 19,000 keys are updated several times within the one write.

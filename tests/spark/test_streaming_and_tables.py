@@ -11,12 +11,11 @@ import pytest
 
 from coordinator_client import CommitResponse, CoordinatorClient
 from coordinator_client.spark import compact, read, stream_sink, write
+from tests.paimon_files import create_table, pypaimon_table
 from tests.spark.tables import (
     assert_same_rows,
-    create_table,
     data_files_on_storage,
     data_files_referenced,
-    pypaimon_table,
 )
 
 if TYPE_CHECKING:
@@ -33,7 +32,7 @@ def _drop_file(folder: Path, name: str, ids: range) -> None:
 def test_a_streaming_batch_replayed_after_a_restart_is_committed_once(
     spark: SparkSession, client: CoordinatorClient, warehouse: Path, tmp_path: Path
 ) -> None:
-    table = create_table(client, "stream.events", {"id": "BIGINT", "v": "STRING"})
+    table = create_table(client, "stream", "events", {"id": "BIGINT", "v": "STRING"}).id
     source, checkpoint = tmp_path / "source", tmp_path / "checkpoint"
     source.mkdir()
     _drop_file(source, "part-0", range(1_000))
@@ -82,8 +81,8 @@ def test_append_table_write_overwrite_compact(
     spark: SparkSession, client: CoordinatorClient, warehouse: Path
 ) -> None:
     table = create_table(
-        client, "logs.lines", {"dt": "STRING", "n": "INT", "line": "STRING"}, partitionKeys=["dt"]
-    )
+        client, "logs", "lines", {"dt": "STRING", "n": "INT", "line": "STRING"}, partitionKeys=["dt"]
+    ).id
 
     def lines(dt: str, start: int, count: int, text: str) -> DataFrame:
         return spark.range(start, start + count, numPartitions=3).selectExpr(

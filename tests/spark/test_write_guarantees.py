@@ -15,12 +15,11 @@ import pytest
 
 from coordinator_client import Conflict, CoordinatorClient, FileListResponse, WriteAborted
 from coordinator_client.spark import compact, read, write
+from tests.paimon_files import create_table, pypaimon_table
 from tests.spark.tables import (
     assert_same_rows,
-    create_table,
     data_files_on_storage,
     data_files_referenced,
-    pypaimon_table,
 )
 
 if TYPE_CHECKING:
@@ -62,8 +61,8 @@ def test_a_failed_and_retried_task_leaves_no_duplicates_and_no_files(
     spark: SparkSession, client: CoordinatorClient, warehouse: Path, tmp_path: Path, how: str
 ) -> None:
     table = create_table(
-        client, "t.retried", {"id": "BIGINT", "v": "STRING"}, options={"bucket": "2", "bucket-key": "id"}
-    )
+        client, "t", "retried", {"id": "BIGINT", "v": "STRING"}, options={"bucket": "2", "bucket-key": "id"}
+    ).id
     location = client.get_table(table).location
     marker = tmp_path / "failed-once"
     # One input partition: a single task, whose first attempt fails after its files hit storage.
@@ -83,7 +82,7 @@ def test_a_failed_and_retried_task_leaves_no_duplicates_and_no_files(
 def test_a_failed_job_commits_nothing_deletes_its_files_and_says_why(
     spark: SparkSession, client: CoordinatorClient
 ) -> None:
-    table = create_table(client, "t.strict", {"id": "BIGINT", "v": "STRING NOT NULL"})
+    table = create_table(client, "t", "strict", {"id": "BIGINT", "v": "STRING NOT NULL"}).id
     location = client.get_table(table).location
     # 200,000 good rows get written before the first null arrives in the second task.
     df = spark.range(0, 400_000, numPartitions=2).selectExpr(
@@ -100,14 +99,15 @@ def test_a_failed_job_commits_nothing_deletes_its_files_and_says_why(
 def test_bad_arguments_are_rejected_before_anything_is_written(
     spark: SparkSession, client: CoordinatorClient
 ) -> None:
-    append = create_table(client, "t.plain", {"dt": "STRING", "id": "BIGINT"}, partitionKeys=["dt"])
+    append = create_table(client, "t", "plain", {"dt": "STRING", "id": "BIGINT"}, partitionKeys=["dt"]).id
     keyed = create_table(
         client,
-        "t.keyed",
+        "t",
+        "keyed",
         {"id": "BIGINT NOT NULL", "v": "STRING NOT NULL"},
         primaryKeys=["id"],
         options={"bucket": "2"},
-    )
+    ).id
     rows = spark.createDataFrame([("a", 1)], "dt string, id long")
     cases: list[tuple[str, dict[str, Any], str]] = [
         (append, {"df": rows.withColumnRenamed("id", "idd")}, r"has no column\(s\) \['idd'\]"),
@@ -148,11 +148,12 @@ def test_of_two_racing_compactions_one_commits_and_the_other_leaves_nothing(
 ) -> None:
     table = create_table(
         client,
-        "t.raced",
+        "t",
+        "raced",
         {"id": "BIGINT NOT NULL", "v": "STRING"},
         primaryKeys=["id"],
         options={"bucket": "1"},
-    )
+    ).id
     for round_ in range(3):
         df = spark.range(0, 1_000).selectExpr("id", f"'round {round_} ' || id as v")
         write(df, table, client=client)

@@ -1,0 +1,55 @@
+"""The benchmark writer's side of a table: parquet files in Paimon's layout and the commit messages
+that describe them.
+
+Only what the benchmark's shape needs (a bucket-unaware append table), built on the client package's
+partition naming and type mapping, so the benchmark does not depend on the test suite.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from coordinator_client.format.partition_path import partition_path
+from coordinator_client.format.types import parse_type
+from coordinator_client.spark.layout import arrow_type
+
+
+class AppendTable:
+    """An append table as a writer knows it from the coordinator's TableResponse JSON."""
+
+    def __init__(self, table: dict[str, Any]) -> None:
+        schema = table["schema"]
+        self.id: str = table["id"]
+        self.location = Path(table["location"])
+        self.fields = [(f["name"], parse_type(f["type"])) for f in schema["fields"]]
+        self.types = dict(self.fields)
+        self.partition_keys: list[str] = schema["partitionKeys"]
+        self.arrow_schema = pa.schema([pa.field(n, arrow_type(t), t.nullable) for n, t in self.fields])
+
+    def partition_dir(self, partition: dict[str, Any]) -> str:
+        names = self.partition_keys
+        return partition_path(names, [partition[n] for n in names], [self.types[n] for n in names])
+
+    def append_file(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """One data file of rows sharing a partition, in bucket 0; returns its DataFile JSON."""
+        partition = {k: rows[0][k] for k in self.partition_keys}
+        directory = self.location / self.partition_dir(partition) / "bucket-0"
+        directory.mkdir(parents=True, exist_ok=True)
+        file_name = f"data-{uuid.uuid4()}-0.parquet"
+        arrow = pa.Table.from_pylist([dict(r) for r in rows], schema=self.arrow_schema)
+        pq.write_table(arrow, directory / file_name)
+        return {
+            "fileName": file_name,
+            "fileSize": (directory / file_name).stat().st_size,
+            "rowCount": len(rows),
+        }
+
+    def message(self, row: dict[str, Any], **files: list[dict[str, Any]]) -> dict[str, Any]:
+        """A commit message for the partition of `row` (bucket 0: the table is bucket-unaware)."""
+        return {"partition": {k: row[k] for k in self.partition_keys}, "bucket": 0, **files}
