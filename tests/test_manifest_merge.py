@@ -25,8 +25,7 @@ def _table(
             partition_keys=["dt"],
             primary_keys=["dt", "id"] if pk else [],
             options=options or {},
-        ),
-        now_millis=0,
+        )
     )
     schema = created.shape.schema
     return PaimonTable(
