@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import httpx
 import pytest
@@ -22,15 +21,9 @@ OPS_PATHS = ("/health", "/locks", "/metrics", "/ops/overview", "/commits", "/tab
 
 
 @pytest.fixture
-def settings(database_url: str, warehouse: Path) -> Settings:
+def settings(settings: Settings) -> Settings:
     """A lease and an acquire timeout that outlast the test's hold on the lock."""
-    return Settings(
-        database_url=database_url,
-        warehouse=str(warehouse),
-        auto_migrate=False,
-        lock_lease_seconds=120,
-        lock_acquire_timeout_seconds=120,
-    )
+    return settings.model_copy(update={"lock_lease_seconds": 120, "lock_acquire_timeout_seconds": 120})
 
 
 def _wait_for(predicate: Callable[[], bool], what: str, seconds: float = 60) -> None:
