@@ -17,6 +17,7 @@ from coordinator.locks.lock_table import LockTable
 from coordinator.services import Services
 from coordinator.settings import Settings
 from coordinator.usecases.commit_records import commit_point
+from coordinator.usecases.table_hold import Hold
 from coordinator_client.models import CommitRequest, CreateTableRequest, FieldSpec
 from tests.paimon_files import PaimonTable, pypaimon_rows
 from tests.pause import PausedCall
@@ -108,4 +109,41 @@ def test_holder_resuming_after_its_lease_cannot_commit(settings: Settings, wareh
         assert [s.id for s in after.snapshots] == [2]
     finally:
         zombie_replica.close()
+        services.close()
+
+
+def test_a_holder_that_saw_its_lease_lost_writes_nothing(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The lease keeper's renewal finds the lease gone: the commit stops before writing any manifest."""
+    services = Services.start(settings.model_copy(update={"lock_lease_seconds": 0.6}))
+    try:
+        created = services.tables.create(
+            CreateTableRequest(database="db", name="t", fields=[FieldSpec(name="id", type="BIGINT")])
+        )
+        table = PaimonTable(
+            {
+                "id": created.id,
+                "location": created.location,
+                "schema": {
+                    "fields": [{"name": "id", "type": "BIGINT"}],
+                    "partitionKeys": [],
+                    "primaryKeys": [],
+                    "options": {},
+                },
+            }
+        )
+        late = _commit(table, [{"id": 1}], "late")
+        holder = PausedCall(lambda: services.committer.commit(table.id, late), at=Hold.check_alive).start()
+        assert services.locks.force_release(created.lock_id) is not None
+        deadline = time.monotonic() + 10
+        while "was lost" not in caplog.text:  # the keeper's next renewal (every 0.2 s) finds it
+            assert time.monotonic() < deadline, "the lease keeper never noticed"
+            time.sleep(0.05)
+        with pytest.raises(CommitConflict) as fenced:
+            holder.resume()
+        assert (fenced.value.conflict.type, fenced.value.conflict.retryable) == ("LOCK_LOST", True)
+        assert not (table.location / "manifest").exists() or not any((table.location / "manifest").iterdir())
+        assert services.tables.latest_snapshot_id(table.id) == 0
+    finally:
         services.close()

@@ -45,12 +45,14 @@ class GroupResult:
     later: list[PendingCommit] = field(default_factory=list)
     """Left for the next group: a resend racing its original, or what followed a mid-commit rejection."""
 
-    def reject_all(self, model: ConflictModel) -> None:
-        """The commit point failed for the whole group: whoever was decided is rejected with `model`."""
-        decided = [*self.committed, *(m for m, _ in self.rejected)]
-        for member in decided:
+    def reject_all(self, group: Sequence[PendingCommit], model: ConflictModel) -> None:
+        """The hold failed for the whole group (lease lost, head moved): every member not answered from
+        its record is rejected with `model`, nothing of the group having been written."""
+        replayed = {id(m) for m, _ in self.replayed}
+        failed = [m for m in group if id(m) not in replayed]
+        for member in failed:
             member.snapshots.clear()
-        self.committed, self.rejected = [], [(m, model) for m in decided]
+        self.committed, self.later, self.rejected = [], [], [(m, model) for m in failed]
 
     def answer(self) -> None:
         for member in self.committed:

@@ -205,6 +205,7 @@ class Committer:
                     result.later.append(member)  # a resend racing its original is decided after it
                     continue
                 taken |= claims
+                hold.check_alive()
                 if not self._decide_member(table, state, member, group, result):
                     # Part of this committable already advanced the in-memory state: the rest of the
                     # group waits for a state rebuilt from what is committed.
@@ -220,9 +221,9 @@ class Committer:
                 with timed_together(result.committed, "commitPoint"):
                     commit_point(hold, [change])
         except Conflict as conflict:
-            # The commit point failed for the whole group (lease lost, head moved): nothing is written.
+            # The hold failed for the whole group (lease lost, head moved): nothing of it is written.
             self._discard(table, state)
-            result.reject_all(conflict_model(self._engine, table, conflict))
+            result.reject_all(group, conflict_model(self._engine, table, conflict))
             return result
         except IntegrityError:
             # A unique index saw a commit this group's context did not: answer from what is recorded.

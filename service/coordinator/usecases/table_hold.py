@@ -42,10 +42,10 @@ def lock_lost(lease: Lease) -> Conflict:
 class Hold:
     """The leases of the tables one change holds, by table id."""
 
-    def __init__(self, engine: Engine, locks: LockBackend, leases: dict[str, Lease], clock: Clock) -> None:
+    def __init__(self, engine: Engine, locks: LockBackend, clock: Clock) -> None:
         self._engine = engine
         self._locks = locks
-        self.leases = leases
+        self.leases: dict[str, Lease] = {}
         self._clock = clock
         self._released: set[str] = set()
         self.keepers: list[LeaseKeeper] = []
@@ -58,6 +58,16 @@ class Hold:
         """
         for lease in self.leases.values():
             if not self._locks.still_held(conn, lease):
+                raise lock_lost(lease)
+
+    def check_alive(self) -> None:
+        """Give up early when a lease keeper already found a lease lost: nothing written would commit.
+
+        Raises:
+            Conflict: LOCK_LOST.
+        """
+        for lease, keeper in zip(self.leases.values(), self.keepers):
+            if keeper.lost:
                 raise lock_lost(lease)
 
     @contextmanager
@@ -129,29 +139,26 @@ class TableHolds:
         owner = f"{self._instance}{'' if holder == 'commit' else f'-{holder}'}-{uuid.uuid4().hex[:12]}"
         asked = time.perf_counter()
         deadline = time.monotonic() + self.acquire_timeout
-        leases: dict[str, Lease] = {}
-        hold = Hold(self._engine, self._locks, leases, self._clock)
-        try:
-            for table in sorted(tables, key=lambda t: t.id):
-                remaining = max(0.0, deadline - time.monotonic())
-                leases[table.id] = self._locks.acquire(table.lock_id, owner, remaining)
-        except BaseException:
-            hold.release()
-            raise
-        acquired = time.perf_counter()
-        self._metrics.lock_wait_seconds.labels(holder).observe(acquired - asked)
+        hold = Hold(self._engine, self._locks, self._clock)
+        acquired: float | None = None
         try:
             with ExitStack() as keepers:
-                for lease in leases.values():
-                    hold.keepers.append(
-                        keepers.enter_context(LeaseKeeper(self._locks, lease, self._lease_seconds))
-                    )
+                for table in sorted(tables, key=lambda t: t.id):
+                    remaining = max(0.0, deadline - time.monotonic())
+                    lease = self._locks.acquire(table.lock_id, owner, remaining)
+                    hold.leases[table.id] = lease
+                    # Renewed from the moment it is held: waiting for the next lock must not expire it.
+                    keeper = LeaseKeeper(self._locks, lease, self._lease_seconds)
+                    hold.keepers.append(keepers.enter_context(keeper))
+                acquired = time.perf_counter()
+                self._metrics.lock_wait_seconds.labels(holder).observe(acquired - asked)
                 yield hold
         except Conflict as conflict:
             raise CommitConflict(unplaced_conflict(conflict)) from None
         finally:
             hold.release()
-            self._metrics.lock_hold_seconds.labels(holder).observe(time.perf_counter() - acquired)
+            if acquired is not None:
+                self._metrics.lock_hold_seconds.labels(holder).observe(time.perf_counter() - acquired)
 
     def try_hold_one(self, lock_id: str, purpose: str) -> Lease | None:
         """One attempt at a table's lock without waiting (start-up recovery leaves busy tables alone)."""
