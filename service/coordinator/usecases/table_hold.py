@@ -66,7 +66,7 @@ class Hold:
         Raises:
             Conflict: LOCK_LOST.
         """
-        for lease, keeper in zip(self.leases.values(), self.keepers):
+        for lease, keeper in zip(self.leases.values(), self.keepers, strict=True):
             if keeper.lost:
                 raise lock_lost(lease)
 
