@@ -213,3 +213,15 @@ def test_history_records_every_phase(api: TestClient) -> None:
         record["timings"]
     )
     assert all(v >= 0 for v in record["timings"].values())
+
+
+def test_validation_is_timed_and_inside_the_total(api: TestClient) -> None:
+    """Resolving the committable against the schema is the validate phase, counted in the total."""
+    table = pk_table(api)
+    rows = rows_in_bucket(table, 0, range(10))
+    response = post(api, table, [table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=0)])])
+    assert response.status_code == 201
+    timings = response.json()["timings"]
+    assert timings["validate"] > 0
+    phases = sum(ms for name, ms in timings.items() if name != "total")
+    assert phases <= timings["total"] + 0.01

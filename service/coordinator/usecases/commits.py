@@ -100,12 +100,13 @@ class Committer:
         Raises:
             TableNotFound, InvalidRequest, CommitConflict, LockUnavailable.
         """
+        started = time.perf_counter()
         who = (request.commit_user, request.identifier)
         resolved: ResolvedCommittable | None = None
         try:
             table = self._tables.get(table_id)
             resolved = resolve_committable(request, table.shape, now_millis=self._clock.local_millis())
-            response = self._commit(table, resolved, idempotency_key)
+            response = self._commit(table, resolved, idempotency_key, started)
         except CommitConflict as rejected:
             self._events.answered(table_id, who, resolved, "rejected", conflict=rejected.conflict)
             raise
@@ -144,8 +145,10 @@ class Committer:
         """At start-up: publish what a crash left committed but unpublished (see publication)."""
         return self.publication.recover()
 
-    def _commit(self, table: Table, resolved: ResolvedCommittable, key: str | None) -> CommitResponse:
-        started = time.perf_counter()
+    def _commit(
+        self, table: Table, resolved: ResolvedCommittable, key: str | None, started: float
+    ) -> CommitResponse:
+        """From a validated committable (`started` when its request came in) to its answer."""
         if key is not None:
             # A terminal answer recorded for this key is replayed without waiting for the lock; the
             # commitUser + identifier check happens under the lock, where it cannot race.
