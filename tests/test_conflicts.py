@@ -9,6 +9,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from coordinator.domain.committable import resolve_committable
+from coordinator.domain.table_schema import TableShape
 from coordinator.services import Services
 from coordinator_client.models import CommitRequest, CreateTableRequest, FieldSpec
 from tests.paimon_files import PaimonTable, deletion_of, pk_table, rows_in_bucket, tree_digest
@@ -228,10 +229,14 @@ def test_validation_is_timed_and_inside_the_total(services: Services) -> None:
     request = CommitRequest.model_validate(
         {"commitUser": "w", "messages": [{"partition": {}, "bucket": 0, "newFiles": files}]}
     )
-    started = time.perf_counter()
-    resolve_committable(request, table.shape, now_millis=0)
-    resolving_ms = (time.perf_counter() - started) * 1000
+    resolving_ms = min(_resolving_ms(request, table.shape) for _ in range(3))  # warm, like the commit's
     timings = services.committer.commit(table.id, request).timings
     assert timings["validate"] >= resolving_ms / 3
     phases = sum(ms for name, ms in timings.items() if name != "total")
     assert phases <= timings["total"] + 0.01
+
+
+def _resolving_ms(request: CommitRequest, shape: TableShape) -> float:
+    started = time.perf_counter()
+    resolve_committable(request, shape, now_millis=0)
+    return (time.perf_counter() - started) * 1000
