@@ -72,7 +72,7 @@ class Services:
         maintenance = Maintenance(fileio, tables, reads, holds, committer, metrics=metrics, clock=clock)
         # Retention runs after a commit stands (snapshot.expire.execution-mode: sync, or async).
         committer.after_each_commit(maintenance.after_commit)
-        operations = Operations(engine, locks, committer, AuditLog(engine), metrics)
+        operations = Operations(engine, locks, committer, AuditLog(engine, clock), metrics)
         return cls(
             settings,
             engine,
@@ -82,9 +82,9 @@ class Services:
             reads,
             maintenance,
             operations,
-            Overview(engine, reads),
+            Overview(engine, reads, clock),
             locks,
-            TokenStore(engine),
+            TokenStore(engine, clock),
             metrics,
             root,
             clock,

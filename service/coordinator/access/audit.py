@@ -3,12 +3,12 @@ token changes), who did them and when."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Engine
 
+from coordinator.clock import Clock
 from coordinator.db import repositories as repo
 
 
@@ -23,13 +23,14 @@ class AuditEntry:
 
 
 class AuditLog:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock | None = None) -> None:
+        self._clock = clock or Clock()
         self._engine = engine
 
     def record(self, actor: str, action: str, target: str, details: dict[str, Any] | None = None) -> None:
         with self._engine.begin() as conn:
             repo.insert_audit(
-                conn, at=time.time(), actor=actor, action=action, target=target, details=details
+                conn, at=self._clock.now(), actor=actor, action=action, target=target, details=details
             )
 
     def latest(self, limit: int) -> list[AuditEntry]:

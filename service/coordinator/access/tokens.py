@@ -9,12 +9,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import time
 from dataclasses import dataclass
 from typing import Literal, cast, get_args
 
 from sqlalchemy import Engine
 
+from coordinator.clock import Clock
 from coordinator.db import repositories as repo
 from coordinator.errors import InvalidRequest
 
@@ -67,7 +67,8 @@ def _digest(secret: str) -> str:
 
 
 class TokenStore:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock | None = None) -> None:
+        self._clock = clock or Clock()
         self._engine = engine
 
     def create(
@@ -106,7 +107,7 @@ class TokenStore:
                 database=database,
                 table_name=table_name,
                 secret_sha256=_digest(secret),
-                created_at=time.time(),
+                created_at=self._clock.now(),
             )
         principal = Principal(name, role, database, table_name, token_id)
         return IssuedToken(principal, f"{_PREFIX}_{token_id}_{secret}")
@@ -136,4 +137,4 @@ class TokenStore:
     def revoke(self, token_id: str) -> bool:
         """False when no live token has this id."""
         with self._engine.begin() as conn:
-            return repo.revoke_token(conn, token_id, now=time.time())
+            return repo.revoke_token(conn, token_id, now=self._clock.now())

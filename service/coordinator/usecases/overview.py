@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
+from coordinator.clock import Clock
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
 from coordinator.errors import SnapshotNotFound, TableNotFound
@@ -41,7 +41,7 @@ _EMPTY = _TableSize(0, 0, 0)
 class Overview:
     """Builds OverviewResponse; keep one per service, as it caches what it read from storage."""
 
-    def __init__(self, engine: Engine, reads: Reads, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, engine: Engine, reads: Reads, clock: Clock) -> None:
         self._engine = engine
         self._reads = reads
         self._clock = clock
@@ -51,7 +51,7 @@ class Overview:
         self._sizes: dict[tuple[str, int], _TableSize] = {}
 
     def overview(self, window_minutes: int) -> OverviewResponse:
-        now = self._clock()
+        now = self._clock.now()
         this_minute = math.floor(now / 60) * 60
         since = this_minute - (window_minutes - 1) * 60
         with read_only(self._engine) as conn:
