@@ -13,47 +13,63 @@ import pytest
 
 from coordinator.domain.live_files import merge_entries
 from coordinator.domain.manifest_merge import MIB, MergeOptions, merge_manifests, parse_memory_size
-from coordinator_client.format.manifest import FileKind, ManifestEntry, ManifestFileMeta, SimpleStats
-from tests.domain.builders import ADD, DELETE, entry
+from coordinator_client.format.manifest import (
+    FileKind,
+    ManifestEntry,
+    ManifestFileMeta,
+    manifest_file_meta,
+    partition_stats,
+)
+from tests.domain.builders import ADD, DELETE, append_shape, entry
 
 ENTRY_SIZE = 10
 TARGET = 100
 OPTIONS = MergeOptions(target_file_size=TARGET, merge_min_count=3, full_compaction_threshold_size=10_000)
 
 
-class ManifestStore:
-    """Manifests in a dict: the read and write callbacks the commit path would back by storage."""
+SHAPE = append_shape()
 
-    def __init__(self) -> None:
+
+class ManifestStore:
+    """Manifests in a dict: the read and write callbacks the commit path would back by storage.
+
+    Manifest list entries carry real partition statistics and bucket ranges; `reads` records which
+    manifests a merge opened."""
+
+    def __init__(self, target: int = TARGET) -> None:
         self.files: dict[str, list[ManifestEntry]] = {}
         self.writes = 0
+        self.reads: list[str] = []
+        self._per_manifest = target // ENTRY_SIZE
 
     def add(self, entries: Sequence[ManifestEntry], size: int) -> ManifestFileMeta:
         name = f"manifest-{len(self.files)}"
         self.files[name] = list(entries)
-        return ManifestFileMeta(
-            file_name=name,
-            file_size=size,
-            num_added_files=sum(1 for e in entries if e.kind == FileKind.ADD),
-            num_deleted_files=sum(1 for e in entries if e.kind == FileKind.DELETE),
-            partition_stats=SimpleStats.EMPTY,
-            schema_id=0,
+        stats = partition_stats(
+            (e.partition for e in entries), SHAPE.decode_partition, SHAPE.encode_partition, 1
         )
+        return manifest_file_meta(name, size, entries, 0, stats)
 
     def read(self, meta: ManifestFileMeta) -> list[ManifestEntry]:
+        self.reads.append(meta.file_name)
         return self.files[meta.file_name]
 
     def write(self, entries: list[ManifestEntry]) -> list[ManifestFileMeta]:
+        """Rolled like the real store: each manifest but the last reaches the target size."""
         self.writes += 1
-        return [self.add(entries, ENTRY_SIZE * len(entries))]
+        n = self._per_manifest
+        return [
+            self.add(entries[i : i + n], ENTRY_SIZE * len(entries[i : i + n]))
+            for i in range(0, len(entries), n)
+        ]
 
     def live(self, manifests: Sequence[ManifestFileMeta]) -> set[str]:
-        merged = merge_entries(e for m in manifests for e in self.read(m))
+        merged = merge_entries(e for m in manifests for e in self.files[m.file_name])
         return {e.file.file_name for e in merged if e.kind == FileKind.ADD}
 
     def merge(self, manifests: list[ManifestFileMeta], options: MergeOptions) -> list[ManifestFileMeta]:
         before = self.live(manifests)
-        merged = merge_manifests(manifests, options, self.read, self.write)
+        merged = merge_manifests(manifests, options, self.read, self.write, SHAPE.decode_partition)
         assert self.live(merged) == before, "the merge changed the live files"
         return merged
 
@@ -182,6 +198,61 @@ def test_full_compaction_that_leaves_nothing_writes_nothing() -> None:
     manifests = [store.add(adds("x"), 10), store.add([entry(DELETE, "x-0.parquet")], 200)]
     assert store.merge(manifests, FULL) == []
     assert store.writes == 0
+
+
+def test_full_compaction_reads_only_manifests_whose_statistics_admit_a_delete() -> None:
+    store = ManifestStore()
+    other_partition = store.add([entry(ADD, f"b{i}.parquet", dt="b") for i in range(10)], TARGET)
+    other_partitions = store.add([entry(ADD, f"c{i}.parquet", dt=dt) for i, dt in enumerate("cde")], TARGET)
+    holder = store.add([entry(ADD, "x.parquet"), *adds("a", 9)], TARGET)
+    other_bucket = store.add([entry(ADD, f"y{i}.parquet", bucket=1) for i in range(10)], TARGET)
+    deletes = store.add([entry(DELETE, "x.parquet")], 250)
+    result = store.merge([other_partition, other_partitions, holder, other_bucket, deletes], FULL)
+    # Partitions b, c-e and bucket 1 cannot hold a file of (a, bucket 0): never opened, kept as they are.
+    assert sorted(store.reads) == sorted([deletes.file_name, holder.file_name])
+    assert result[:3] == [other_partition, other_partitions, other_bucket]
+    assert [e.file.file_name for m in result[3:] for e in store.read(m)] == [
+        f"a-{i}.parquet" for i in range(9)
+    ]
+
+
+def test_200_commits_never_rewrite_a_full_manifest_that_no_delete_touches() -> None:
+    """A streaming job's day: each commit appends 25 files to the day's partition (a full manifest and
+    a half), every tenth commit also compacts five files written 19 commits before into one. The merge
+    runs before each commit as on the commit path."""
+    options = MergeOptions(target_file_size=TARGET, merge_min_count=5, full_compaction_threshold_size=300)
+    store = ManifestStore()
+    base: list[ManifestFileMeta] = []
+    live: list[str] = []
+    full_size_reads_without_deletes = 0
+    for commit in range(200):
+        day = f"d{commit // 20:02d}"
+        delta = [entry(ADD, f"{commit}-{i}.parquet", dt=day) for i in range(25)]
+        if commit % 10 == 9 and commit >= 19:
+            victims = [name for name in live if name.startswith(f"{commit - 19}-")][:5]
+            earlier = f"d{(commit - 19) // 20:02d}"
+            delta += [entry(DELETE, name, dt=earlier) for name in victims]
+            delta.append(entry(ADD, f"{commit}-compacted.parquet", dt=earlier))
+        before = {m.file_name: m for m in base}
+        deleted = {e.identifier for m in base for e in store.files[m.file_name] if e.kind == FileKind.DELETE}
+        store.reads.clear()
+        base = store.merge(base, options)
+        after = {m.file_name for m in base}
+        for name in set(before) - after:
+            meta = before[name]
+            if meta.file_size >= TARGET and meta.num_deleted_files == 0:
+                assert any(e.identifier in deleted for e in store.files[name]), f"{name} rewritten untouched"
+        if not deleted:
+            full_size_reads_without_deletes += sum(
+                1 for n in store.reads if n in before and before[n].file_size >= TARGET
+            )
+        base += store.write(delta)
+        live = sorted(store.live(base))
+        # Bounded: the full manifests the live files need, plus a short tail of small ones.
+        assert len(base) <= len(live) * ENTRY_SIZE // TARGET + options.merge_min_count + 4
+    assert full_size_reads_without_deletes == 0
+    compactions = len(range(19, 200, 10))
+    assert len(live) == 200 * 25 + compactions - 5 * compactions
 
 
 def test_merge_options_read_paimon_option_names_and_defaults() -> None:

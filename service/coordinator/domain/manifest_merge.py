@@ -1,10 +1,14 @@
-"""Paimon's manifest merge (ManifestFileMerger, legacy mode), so the base manifest list stays bounded.
+"""Paimon's manifest merge (ManifestFileMerger), so the base manifest list stays bounded.
 
-Full compaction when the manifests that must change (those with deletes, or smaller than the target
-size) add up to `manifest.full-compaction-threshold-size`: every manifest touching a deleted file is
-rewritten with ADD/DELETE pairs cancelled. Otherwise a minor merge: walk the manifests in order, merge
-each run that reaches the target size, and merge the tail only if at least `manifest.merge-min-count`
-manifests are left. Reading and writing manifests is done by the caller's callbacks.
+Manifests are written rolled at `manifest.target-file-size` (each one but the last reaches it), so a
+manifest below the target is genuinely small. Full compaction when the manifests that must change
+(those with deletes, or small ones) add up to `manifest.full-compaction-threshold-size`: only the
+manifests whose partition statistics and bucket range may hold a deleted file are read, and only those
+that do hold one are rewritten, with ADD/DELETE pairs cancelled. Otherwise a minor merge: walk the
+manifests that must change in order, merge each run that reaches the target size, and merge the tail
+only if at least `manifest.merge-min-count` are left. Unlike Paimon's minor merge, a full-size manifest
+of ADDs lying between small ones is passed over instead of rewritten with them. So an append that
+deletes nothing never reads a full-size manifest. The caller's callbacks read and write manifests.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from coordinator.domain.live_files import merge_entries
+from coordinator.domain.manifest_pruning import FileKeys, PartitionDecoder
 from coordinator_client.format.manifest import FileKind, ManifestEntry, ManifestFileMeta
 from coordinator_client.format.memory_size import MIB, parse_memory_size
 
@@ -43,9 +48,13 @@ def merge_manifests(
     options: MergeOptions,
     read: ReadManifest,
     write: WriteManifests,
+    decode_partition: PartitionDecoder,
 ) -> list[ManifestFileMeta]:
-    """The base manifest list for the next snapshot, merged where Paimon's thresholds say so."""
-    full = _try_full_compaction(manifests, options, read, write)
+    """The base manifest list for the next snapshot, merged where Paimon's thresholds say so.
+
+    `write` rolls its output at the target size; `decode_partition` reads partition statistics.
+    """
+    full = _try_full_compaction(manifests, options, read, write, decode_partition)
     if full is not None:
         return full
     return _minor_compaction(manifests, options, read, write)
@@ -58,10 +67,16 @@ def _must_change(meta: ManifestFileMeta, options: MergeOptions) -> bool:
 def _minor_compaction(
     manifests: Sequence[ManifestFileMeta], options: MergeOptions, read: ReadManifest, write: WriteManifests
 ) -> list[ManifestFileMeta]:
+    # Only manifests that must change are merged; a full-size manifest of ADDs stays where it is, so
+    # appends never rewrite one. Each merged run lands where its last member was: its entries only move
+    # later past manifests of ADDs, which keeps every DELETE after the ADD it cancels.
     result: list[ManifestFileMeta] = []
     candidates: list[ManifestFileMeta] = []
     total = 0
     for meta in manifests:
+        if not _must_change(meta, options):
+            result.append(meta)
+            continue
         total += meta.file_size
         candidates.append(meta)
         if total >= options.target_file_size:
@@ -84,27 +99,33 @@ def _merge_group(
 
 
 def _try_full_compaction(
-    manifests: Sequence[ManifestFileMeta], options: MergeOptions, read: ReadManifest, write: WriteManifests
+    manifests: Sequence[ManifestFileMeta],
+    options: MergeOptions,
+    read: ReadManifest,
+    write: WriteManifests,
+    decode_partition: PartitionDecoder,
 ) -> list[ManifestFileMeta] | None:
-    changing = sum(m.file_size for m in manifests if _must_change(m, options))
-    if changing < options.full_compaction_threshold_size:
+    must_change = [m for m in manifests if _must_change(m, options)]
+    if sum(m.file_size for m in must_change) < options.full_compaction_threshold_size:
         return None
-    deleted = {
-        e.identifier
-        for m in manifests
-        if m.num_deleted_files > 0
-        for e in read(m)
-        if e.kind == FileKind.DELETE
-    }
+    with_deletes = {m.file_name: read(m) for m in must_change if m.num_deleted_files > 0}
+    deletes = [e for entries in with_deletes.values() for e in entries if e.kind == FileKind.DELETE]
+    deleted = {e.identifier for e in deletes}
+    touched = FileKeys(((e.partition, e.bucket) for e in deletes), decode_partition)
+    changing = {m.file_name for m in must_change}
     kept: list[ManifestFileMeta] = []
-    rewrite: list[ManifestFileMeta] = []
+    survivors: list[ManifestEntry] = []
     for meta in manifests:
-        # A large manifest without deletes whose files are all still live needs no rewrite.
-        if not _must_change(meta, options) and not any(e.identifier in deleted for e in read(meta)):
+        # A full-size manifest without deletes is read only if its statistics admit a deleted file,
+        # and rewritten only if it really holds one.
+        if meta.file_name not in changing and not (touched and touched.may_be_in(meta)):
             kept.append(meta)
+            continue
+        entries = with_deletes.get(meta.file_name)
+        if entries is None:
+            entries = read(meta)
+        if meta.file_name in changing or any(e.identifier in deleted for e in entries):
+            survivors.extend(e for e in entries if e.kind == FileKind.ADD and e.identifier not in deleted)
         else:
-            rewrite.append(meta)
-    survivors = [
-        e for m in rewrite for e in read(m) if e.kind == FileKind.ADD and e.identifier not in deleted
-    ]
+            kept.append(meta)
     return kept + (write(survivors) if survivors else [])

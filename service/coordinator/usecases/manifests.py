@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from coordinator.domain.live_files import merge_entries
@@ -29,6 +30,36 @@ from coordinator_client.format.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from coordinator.usecases.tables import Table
+
+
+_SAMPLE = 512
+"""Entries encoded to estimate an entry's encoded size before the first roll."""
+
+
+def roll(entries: Sequence[ManifestEntry], target: int) -> Iterator[tuple[list[ManifestEntry], bytes]]:
+    """Encoded manifests of `entries` in order, as Paimon's rolling writer cuts them: a manifest is
+    closed once it reaches `target` bytes, so only the last may be smaller. A manifest just short of
+    the target would count as small forever and keep the merge busy on every commit."""
+    start, total = 0, len(entries)
+    if not total:
+        return
+    sample = entries[:_SAMPLE]
+    data = encode_manifest(sample)
+    if total <= _SAMPLE and len(data) < target:
+        yield list(entries), data
+        return
+    per_entry = len(data) / max(1, len(sample))
+    while start < total:
+        end = min(total, start + max(1, math.ceil(target / per_entry)))
+        data = encode_manifest(entries[start:end])
+        while len(data) < target and end < total:
+            # Compression makes the size per entry vary: grow by the estimated shortfall, plus a margin.
+            per_entry = len(data) / (end - start)
+            end = min(total, end + max(1, math.ceil((target - len(data)) / per_entry * 1.1)))
+            data = encode_manifest(entries[start:end])
+        yield list(entries[start:end]), data
+        per_entry = len(data) / (end - start)
+        start = end
 
 
 class ManifestStore:
@@ -78,14 +109,8 @@ class ManifestStore:
         return cached
 
     def write(self, entries: list[ManifestEntry]) -> list[ManifestFileMeta]:
-        """Write entries as one or more manifests, rolled at the target file size."""
-        data = encode_manifest(entries)
-        if len(data) <= self._target or len(entries) == 1:
-            return [self._write_one(entries, data)]
-        parts = -(-len(data) // self._target)
-        size = -(-len(entries) // parts)
-        chunks = [entries[i : i + size] for i in range(0, len(entries), size)]
-        return [self._write_one(chunk, encode_manifest(chunk)) for chunk in chunks]
+        """Write entries as manifests rolled at the target size: each one but the last reaches it."""
+        return [self._write_one(chunk, data) for chunk, data in roll(entries, self._target)]
 
     def _write_one(self, entries: list[ManifestEntry], data: bytes) -> ManifestFileMeta:
         name = self._next_name("manifest")
