@@ -325,6 +325,13 @@ def encode_manifest(entries: Sequence[ManifestEntry]) -> bytes:
     return _container(_PARSED_MANIFEST, map(_entry_record, entries))
 
 
+def encode_entry(entry: ManifestEntry) -> bytes:
+    """One manifest entry as a bare Avro record of the manifest schema (no container, no schema)."""
+    buffer = io.BytesIO()
+    fastavro.schemaless_writer(buffer, _PARSED_MANIFEST, _entry_record(entry))
+    return buffer.getvalue()
+
+
 def encode_manifest_list(metas: Sequence[ManifestFileMeta]) -> bytes:
     """Serialise manifest file metas into the bytes of one Avro manifest-list file."""
     return _container(_PARSED_MANIFEST_LIST, map(_meta_record, metas))
@@ -438,6 +445,12 @@ def decode_manifest(data: bytes) -> list[ManifestEntry]:
         return [_entry_from(r) for r in _records(data, "manifest file")]
     except KeyError as exc:
         raise ValueError(f"manifest entry lacks required field {exc.args[0]}") from exc
+
+
+def decode_entry(data: bytes) -> ManifestEntry:
+    """The inverse of `encode_entry`."""
+    record = fastavro.schemaless_reader(io.BytesIO(data), _PARSED_MANIFEST, None)
+    return _entry_from(cast(Mapping[str, Any], record))
 
 
 def decode_manifest_list(data: bytes) -> list[ManifestFileMeta]:

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    text,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -56,6 +68,52 @@ class SnapshotRow(Base):
             sqlite_where=text("NOT published"),
         ),
     )
+
+
+class LiveFileRow(Base):
+    """One data file of a table's latest snapshot: the live-file index conflict checks read per bucket.
+
+    Keyed by Paimon's file identity within the table; `entry` is the whole manifest entry (Avro, the
+    manifest's own record schema) so a DELETE can repeat it. A removed file keeps its row for a while
+    with `removed_in` set, so a late conflict can name the snapshot that removed it.
+    """
+
+    __tablename__ = "live_files"
+
+    table_id: Mapped[str] = mapped_column(
+        String(256), ForeignKey("paimon_tables.id", ondelete="CASCADE"), primary_key=True
+    )
+    partition: Mapped[bytes] = mapped_column(LargeBinary, primary_key=True)
+    bucket: Mapped[int] = mapped_column(Integer, primary_key=True)
+    level: Mapped[int] = mapped_column(Integer, primary_key=True)
+    file_name: Mapped[str] = mapped_column(String(1024), primary_key=True)
+    total_buckets: Mapped[int] = mapped_column(Integer)
+    max_sequence_number: Mapped[int] = mapped_column(BigInteger)
+    added_in: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    """The snapshot that added the file; unknown for files indexed from an existing table."""
+    removed_in: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    entry: Mapped[bytes] = mapped_column(LargeBinary)
+
+    __table_args__ = (
+        Index(
+            "ix_live_files_removed",
+            "table_id",
+            "removed_in",
+            postgresql_where=text("removed_in IS NOT NULL"),
+            sqlite_where=text("removed_in IS NOT NULL"),
+        ),
+    )
+
+
+class LiveIndexRow(Base):
+    """The snapshot a table's live-file index reflects; no row means it is not built yet."""
+
+    __tablename__ = "live_index"
+
+    table_id: Mapped[str] = mapped_column(
+        String(256), ForeignKey("paimon_tables.id", ondelete="CASCADE"), primary_key=True
+    )
+    snapshot_id: Mapped[int] = mapped_column(BigInteger)
 
 
 class CommitRow(Base):

@@ -1,4 +1,4 @@
-"""The live data files of a table at one snapshot, advanced by each snapshot's delta entries."""
+"""Live data files of a table (all of them, or the slice a commit touches), advanced by delta entries."""
 
 from __future__ import annotations
 
@@ -27,6 +27,19 @@ class LiveFiles:
     added_in: dict[Identifier, int] = field(default_factory=dict)
     removed_in: OrderedDict[Identifier, int] = field(default_factory=OrderedDict)
     _bucket_counts: dict[bytes, dict[int, int]] = field(default_factory=dict)
+
+    @classmethod
+    def indexed(
+        cls, live: Iterable[tuple[ManifestEntry, int | None]], removed: Iterable[tuple[Identifier, int]]
+    ) -> LiveFiles:
+        """A slice of a table's files as the index recorded them: live entries with the snapshot that
+        added each (when known), and files recently removed with the snapshot that removed them."""
+        files = cls()
+        unique = {entry.identifier: (entry, added_in) for entry, added_in in live}
+        files.apply((entry for entry, _ in unique.values()), None)
+        files.added_in.update((ident, added) for ident, (_, added) in unique.items() if added is not None)
+        files.removed_in.update(removed)
+        return files
 
     def __len__(self) -> int:
         return len(self.entries)

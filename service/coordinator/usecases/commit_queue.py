@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from coordinator.domain.committable import ResolvedCommittable
+from coordinator_client.format.manifest import ManifestEntry
 from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import CommitResponse, InFlightCommitModel
 
@@ -36,6 +37,8 @@ class PendingCommit:
     started_at: float = field(default_factory=time.time)
     timings: dict[str, float] = field(default_factory=dict)
     snapshots: list[Snapshot] = field(default_factory=list)
+    deltas: dict[int, list[ManifestEntry]] = field(default_factory=dict)
+    """The delta entries of each snapshot built, by snapshot id: the index advances by them."""
     mark: float = 0.0
     """perf_counter() at the end of the last timed phase."""
     _response: CommitResponse | None = None
@@ -47,6 +50,10 @@ class PendingCommit:
     @property
     def key(self) -> tuple[str, int]:
         return self.resolved.commit_user, self.resolved.identifier
+
+    def built(self) -> list[tuple[int, list[ManifestEntry]]]:
+        """Each snapshot built for this commit with its delta entries, in order."""
+        return [(s.id, self.deltas[s.id]) for s in self.snapshots]
 
     @property
     def decided(self) -> bool:

@@ -15,9 +15,12 @@ from sqlalchemy import Connection, Engine
 
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
+from coordinator.db.repositories import live_files as index
 from coordinator.domain.conflicts import Conflict
 from coordinator.errors import CommitConflict, TableNotFound
+from coordinator.usecases import live_index
 from coordinator.usecases.commit_queue import PendingCommit
+from coordinator.usecases.live_index import Delta
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.table_hold import Hold, unplaced_conflict
 from coordinator.usecases.tables import Table
@@ -33,6 +36,8 @@ class TableChange:
     previous_id: int
     snapshots: list[SnapshotFile]
     history: list[repo.NewCommit]
+    deltas: list[Delta] = field(default_factory=list)
+    """Each new snapshot's delta entries: the live-file index advances by them."""
 
 
 @dataclass
@@ -107,6 +112,10 @@ def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:
                 )
             repo.insert_snapshots(conn, table_id, [s.row(published=False) for s in change.snapshots])
             repo.insert_commits(conn, table_id, change.history)
+            for delta in change.deltas:
+                live_index.apply(conn, table_id, delta)
+            if change.snapshots:
+                index.set_index_snapshot(conn, table_id, change.snapshots[-1].id)
 
 
 def refs(snapshots: Sequence[Snapshot]) -> list[SnapshotRef]:

@@ -37,6 +37,7 @@ from coordinator.usecases.commit_records import (
     recorded_answer,
     replay_recorded,
 )
+from coordinator.usecases.live_index import LiveIndex
 from coordinator.usecases.publication import Publication
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.snapshot_writer import write_snapshots
@@ -78,7 +79,10 @@ class Committer:
         self._clock = clock
         self._max_group = max_group
         self._states = TableStates(fileio)
-        self.publication = Publication(engine, bookkeeping, fileio, tables, holds, self._states)
+        self._live_index = LiveIndex(engine)
+        self.publication = Publication(
+            engine, bookkeeping, fileio, tables, holds, self._states, self._live_index
+        )
         self._queues: dict[str, CommitQueue] = {}
         self._queues_guard = threading.Lock()
         self._metrics = metrics
@@ -219,7 +223,11 @@ class Committer:
             if result.committed:
                 now = self._clock.now()
                 change = TableChange(
-                    table, previous_id, files, [history_row(m, now) for m in result.committed]
+                    table,
+                    previous_id,
+                    files,
+                    [history_row(m, now) for m in result.committed],
+                    [built for m in result.committed for built in m.built()],
                 )
                 with timed_together(result.committed, "commitPoint"):
                     commit_point(hold, [change])
@@ -251,8 +259,9 @@ class Committer:
         """Write one member's snapshots on top of `state`, or reject it; False when the rejection came
         after part of it had advanced the state."""
         mark = state.manifests.checkpoint()
+        overlay = [built for m in result.committed for built in m.built()]
         try:
-            write_snapshots(table, state, member, self._clock)
+            write_snapshots(table, state, member, self._live_index, overlay, self._clock)
         except Conflict as conflict:
             state.manifests.discard_since(mark)
             built = [s for m in group for s in m.snapshots]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,9 @@ from coordinator_client.format.snapshot import Snapshot
 if TYPE_CHECKING:
     from coordinator.usecases.tables import Table
 
+
+CACHED_ENTRIES = 200_000
+"""Entries of small manifests kept decoded per table (a few hundred bytes each)."""
 
 _SAMPLE = 512
 """Entries encoded to estimate an entry's encoded size before the first roll."""
@@ -70,7 +74,8 @@ class ManifestStore:
         self._layout = layout
         self._shape = shape
         self._target = target_file_size
-        self._entries: dict[str, list[ManifestEntry]] = {}
+        self._entries: OrderedDict[str, list[ManifestEntry]] = OrderedDict()
+        self._cached_entries = 0
         self._lists: dict[str, list[ManifestFileMeta]] = {}
         self._lock = threading.Lock()
         self._prefix = f"{uuid.uuid4()}"
@@ -101,12 +106,23 @@ class ManifestStore:
         return f"{kind}-{self._prefix}-{n}"
 
     def read(self, meta: ManifestFileMeta) -> list[ManifestEntry]:
-        """The entries of a manifest, cached: manifests are immutable."""
+        """The entries of a manifest; small ones are cached, as the next merges read them again."""
         cached = self._entries.get(meta.file_name)
         if cached is None:
             cached = decode_manifest(self._fileio.read(self._layout.manifest(meta.file_name)))
-            self._entries[meta.file_name] = cached
+            self._cache(meta.file_name, meta.file_size, cached)
         return cached
+
+    def _cache(self, name: str, size: int, entries: list[ManifestEntry]) -> None:
+        # Only manifests below the target size are merged again; a full one is read again only by a
+        # full compaction a delete triggers. The bound keeps memory flat however the table grows.
+        if size >= self._target:
+            return
+        self._entries[name] = entries
+        self._cached_entries += len(entries)
+        while self._cached_entries > CACHED_ENTRIES and len(self._entries) > 1:
+            _, evicted = self._entries.popitem(last=False)
+            self._cached_entries -= len(evicted)
 
     def write(self, entries: list[ManifestEntry]) -> list[ManifestFileMeta]:
         """Write entries as manifests rolled at the target size: each one but the last reaches it."""
@@ -116,7 +132,7 @@ class ManifestStore:
         name = self._next_name("manifest")
         self._fileio.write_unique(self._layout.manifest(name), data)
         self.written.append(name)
-        self._entries[name] = entries
+        self._cache(name, len(data), entries)
         return manifest_file_meta(
             name,
             len(data),
@@ -148,7 +164,7 @@ class ManifestStore:
         """Delete what was written after `mark`: a rejected commit leaves no manifests behind."""
         for name in self.written[mark:]:
             self._fileio.delete(self._layout.manifest(name))
-            self._entries.pop(name, None)
+            self._forget(name)
             self._lists.pop(name, None)
         del self.written[mark:]
 
@@ -161,7 +177,12 @@ class ManifestStore:
         self._lists.clear()
         keep = set(names)
         for name in [n for n in self._entries if n not in keep]:
-            del self._entries[name]
+            self._forget(name)
+
+    def _forget(self, name: str) -> None:
+        entries = self._entries.pop(name, None)
+        if entries is not None:
+            self._cached_entries -= len(entries)
 
     def partition_stats(self, partitions: Iterable[bytes]) -> SimpleStats:
         """Min, max and null count per partition field: manifests are pruned by these, so they must hold."""

@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 from coordinator.db import repositories as repo
 from coordinator.db.engine import autocommit
 from coordinator.storage.fileio import FileIO
+from coordinator.usecases.live_index import LiveIndex
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.table_hold import TableHolds
 from coordinator.usecases.table_state import SnapshotLoader, TableState, TableStates
@@ -34,6 +35,7 @@ class Publication:
         tables: Tables,
         holds: TableHolds,
         states: TableStates,
+        live_index: LiveIndex,
     ) -> None:
         self._engine = engine
         self._bookkeeping = bookkeeping
@@ -41,16 +43,19 @@ class Publication:
         self._tables = tables
         self._holds = holds
         self._states = states
+        self._live_index = live_index
 
     def catch_up(self, table: Table, latest: int, unpublished: Sequence[repo.StoredSnapshot]) -> TableState:
         """Under the lock: publish what a crash left unpublished, adopt outside snapshots, and bring the
-        in-memory state up to the table's head."""
+        in-memory state and the live-file index up to the table's head."""
         files = [SnapshotFile(s.snapshot_id, s.body) for s in unpublished]
         if files:
             self.publish(table, files)
         latest = self._adopt_outside_snapshots(table, latest)
         loader = SnapshotLoader(self._fileio, table, {f.id: f.body for f in files})
-        return self._states.at(table, latest, loader)
+        state = self._states.at(table, latest, loader)
+        self._live_index.catch_up(table, latest, loader, state.manifests)
+        return state
 
     def publish(self, table: Table, files: Sequence[SnapshotFile]) -> None:
         """Write snapshot files and the LATEST hint, then mark them published."""

@@ -7,6 +7,8 @@ import json
 from sqlalchemy import Engine
 
 from coordinator.db import repositories as repo
+from coordinator.db.engine import read_only
+from coordinator.db.repositories import live_files as index
 from coordinator.domain.committable import OverwriteTarget, partition_spec_target
 from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest, SnapshotNotFound
@@ -92,23 +94,46 @@ class Reads:
 
     def sequence_numbers(self, table_id: str, partition: str | None) -> SequenceNumbersResponse:
         """The highest sequence number of each bucket's live files at the latest snapshot, optionally of
-        one partition: what a writer numbers its new files after, without listing every file."""
+        one partition: what a writer numbers its new files after, without listing every file.
+
+        The database computes it from the live-file index; only while the index lags the table (a
+        snapshot adopted from an outside writer, not yet committed on top of) are manifests read.
+        """
         table = self._tables.get(table_id)
         target = _partition_filter(table, partition)
-        snapshot, entries = self.live_entries(table_id, None)
         shape = table.shape
-        highest: dict[tuple[bytes, int], int] = {}
-        for e in entries:
-            if target is None or target.matches(e.partition, shape):
-                key = (e.partition, e.bucket)
-                highest[key] = max(highest.get(key, e.file.max_sequence_number), e.file.max_sequence_number)
+        highest: dict[tuple[bytes, int], int] | None = None
+        with read_only(self._engine) as conn:
+            latest = repo.latest_snapshot_id(conn, table.id)
+            if latest is not None and latest == index.index_snapshot(conn, table.id):
+                partitions = None
+                if target is not None:
+                    partitions = [
+                        p for p in index.live_partitions(conn, table.id) if target.matches(p, shape)
+                    ]
+                found = index.max_sequence_numbers(conn, table.id, partitions)
+                highest = {(b.partition, b.bucket): b.max_sequence_number for b in found}
+        if highest is None:
+            # Opened after the read above is closed: SQLite would wait on this thread's own lock.
+            latest, highest = self._scanned_sequence_numbers(table, target)
         return SequenceNumbersResponse(
-            snapshot_id=snapshot.id if snapshot else None,
+            snapshot_id=latest or None,
             buckets=[
                 BucketSequenceModel(partition=shape.partition_json(row), bucket=bucket, max_sequence_number=n)
                 for (row, bucket), n in sorted(highest.items())
             ],
         )
+
+    def _scanned_sequence_numbers(
+        self, table: Table, target: OverwriteTarget | None
+    ) -> tuple[int | None, dict[tuple[bytes, int], int]]:
+        snapshot, entries = self.live_entries(table.id, None)
+        highest: dict[tuple[bytes, int], int] = {}
+        for e in entries:
+            if target is None or target.matches(e.partition, table.shape):
+                key = (e.partition, e.bucket)
+                highest[key] = max(highest.get(key, e.file.max_sequence_number), e.file.max_sequence_number)
+        return (snapshot.id if snapshot else None), highest
 
     def commits(self, table_id: str, *, limit: int) -> list[CommitRecordModel]:
         table = self._tables.get(table_id)

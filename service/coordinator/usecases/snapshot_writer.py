@@ -1,29 +1,42 @@
 """One committable's snapshots, written on top of a table's state: check, manifests, snapshot.
 
-Under the table's lock: the plan's entries are checked against the live files (Paimon's conflict
-rules), the delta and changelog manifests are written, the base manifests merged when Paimon's
-thresholds say so, the manifest lists written and the snapshot built (domain.snapshot). The state
-advances with each snapshot, so a second snapshot of the same committable, or the next member of the
-group, builds on it. Nothing here is visible until the commit point records it.
+Under the table's lock: the plan's entries are checked against the live files they can touch (the
+index's slice; Paimon's conflict rules), the delta and changelog manifests are written, the base
+manifests merged when Paimon's thresholds say so, the manifest lists written and the snapshot built
+(domain.snapshot). The state and the slice advance with each snapshot, so a second snapshot of the
+same committable, or the next member of the group, builds on it. Nothing here is
+visible until the commit point records it.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import replace
 
 from coordinator.clock import Clock
 from coordinator.domain.conflicts import check_base_snapshot, check_conflicts
+from coordinator.domain.live_files import LiveFiles
 from coordinator.domain.manifest_merge import merge_manifests
 from coordinator.domain.plan import SnapshotPlan, plan_snapshots, with_live_metadata
 from coordinator.domain.snapshot import ManifestLists, next_snapshot
 from coordinator.usecases.commit_queue import PendingCommit
+from coordinator.usecases.live_index import Delta, LiveIndex
 from coordinator.usecases.table_state import TableState
 from coordinator.usecases.tables import Table
 
 
-def write_snapshots(table: Table, state: TableState, member: PendingCommit, clock: Clock) -> None:
+def write_snapshots(
+    table: Table,
+    state: TableState,
+    member: PendingCommit,
+    live_index: LiveIndex,
+    overlay: Sequence[Delta],
+    clock: Clock,
+) -> None:
     """Append the member's snapshots to `member.snapshots`, advancing `state` with each.
+
+    `overlay` holds the snapshots the group built before this member, not yet in the index.
 
     Raises:
         Conflict: the committable does not apply on top of the state (its manifests stay to be
@@ -31,19 +44,20 @@ def write_snapshots(table: Table, state: TableState, member: PendingCommit, cloc
     """
     with member.timed("conflictCheck"):
         check_base_snapshot(member.resolved.base_snapshot_id, state.snapshot_id)
-        plans = plan_snapshots(member.resolved, state.live, table.shape)
+        live = live_index.view(table, member.resolved, overlay, state.snapshot_id)
+        plans = plan_snapshots(member.resolved, live, table.shape)
     for plan in plans:
-        _write_snapshot(table, state, plan, member, clock)
+        _write_snapshot(table, state, live, plan, member, clock)
 
 
 def _write_snapshot(
-    table: Table, state: TableState, plan: SnapshotPlan, member: PendingCommit, clock: Clock
+    table: Table, state: TableState, live: LiveFiles, plan: SnapshotPlan, member: PendingCommit, clock: Clock
 ) -> None:
     shape = table.shape
     with member.timed("conflictCheck"):
-        plan = replace(plan, entries=with_live_metadata(plan.entries, state.live))
+        plan = replace(plan, entries=with_live_metadata(plan.entries, live))
         check_conflicts(
-            state.live,
+            live,
             plan.entries,
             check_bucket_count=plan.check_bucket_count,
             decode_key=shape.decode_key if shape.has_primary_key else None,
@@ -69,7 +83,8 @@ def _write_snapshot(
             now_millis=clock.millis(),
             snapshot_uuid=str(uuid.uuid4()),
         )
-        state.live.apply(plan.entries, snapshot.id)
+        live.apply(plan.entries, snapshot.id)
         state.snapshot = snapshot
         state.data_manifests = base + delta
         member.snapshots.append(snapshot)
+        member.deltas[snapshot.id] = plan.entries

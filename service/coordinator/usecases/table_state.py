@@ -1,11 +1,15 @@
-"""The latest snapshot of each table kept in memory, and brought up to date from storage on a miss."""
+"""The latest snapshot of each table and its data manifests, kept in memory between commits.
+
+What a commit builds on besides the live-file index: the previous snapshot (ids, counters) and the
+manifest list the merge works on. Both come from two manifest-list reads when the table moved (a
+restart, another replica, a writer outside the coordinator), never from reading every manifest.
+"""
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from coordinator.domain.live_files import LiveFiles
 from coordinator.domain.manifest_merge import MergeOptions
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.manifests import ManifestStore
@@ -13,20 +17,15 @@ from coordinator.usecases.tables import Table
 from coordinator_client.format.manifest import ManifestFileMeta
 from coordinator_client.format.snapshot import Snapshot
 
-# Past this many snapshots behind, a rebuild from the latest manifests is cheaper than replaying deltas.
-_MAX_REPLAY = 64
-
 
 @dataclass
 class TableState:
-    """What a commit builds on: the latest snapshot, its live files and its data manifests."""
+    """What a commit builds on: the latest snapshot and its data manifests."""
 
     snapshot: Snapshot | None
-    live: LiveFiles
     data_manifests: list[ManifestFileMeta]
     manifests: ManifestStore
     options: MergeOptions
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def snapshot_id(self) -> int:
@@ -46,17 +45,18 @@ class TableStates:
             self._states.pop(table_id, None)
 
     def at(self, table: Table, latest: int, load_snapshot: SnapshotLoader) -> TableState:
-        """The table's state at snapshot `latest`, replaying deltas or rebuilding as needed."""
+        """The table's state at snapshot `latest`."""
         with self._lock:
             state = self._states.get(table.id)
         if state is None:
             options = MergeOptions.from_table_options(table.shape.schema.options)
-            state = TableState(None, LiveFiles(), [], ManifestStore.for_table(self._fileio, table), options)
+            state = TableState(None, [], ManifestStore.for_table(self._fileio, table), options)
         if state.snapshot_id != latest:
-            if state.snapshot_id < latest <= state.snapshot_id + _MAX_REPLAY and state.snapshot_id > 0:
-                _replay(state, latest, load_snapshot)
-            else:
-                _rebuild(state, latest, load_snapshot)
+            state.snapshot = load_snapshot(latest) if latest else None
+            state.data_manifests = []
+            if state.snapshot is not None:
+                state.data_manifests = state.manifests.data_manifests(state.snapshot)
+            state.manifests.retain(m.file_name for m in state.data_manifests)
         with self._lock:
             self._states[table.id] = state
         return state
@@ -75,34 +75,3 @@ class SnapshotLoader:
         if body is None:
             body = self._fileio.read(self._table.layout.snapshot(snapshot_id)).decode()
         return Snapshot.from_json(body)
-
-
-def _replay(state: TableState, latest: int, load: SnapshotLoader) -> None:
-    snapshot = state.snapshot
-    for snapshot_id in range(state.snapshot_id + 1, latest + 1):
-        snapshot = load(snapshot_id)
-        for meta in state.manifests.read_list(snapshot.delta_manifest_list):
-            state.live.apply(state.manifests.read(meta), snapshot_id)
-    assert snapshot is not None
-    state.snapshot = snapshot
-    state.data_manifests = _data_manifests(state, snapshot)
-
-
-def _rebuild(state: TableState, latest: int, load: SnapshotLoader) -> None:
-    state.live = LiveFiles()
-    state.snapshot = None
-    state.data_manifests = []
-    if latest == 0:
-        return
-    snapshot = load(latest)
-    state.snapshot = snapshot
-    live = state.manifests.scan(snapshot)
-    state.data_manifests = _data_manifests(state, snapshot)
-    state.live.apply(live, None)
-    state.live.snapshot_id = latest
-
-
-def _data_manifests(state: TableState, snapshot: Snapshot) -> list[ManifestFileMeta]:
-    metas = state.manifests.data_manifests(snapshot)
-    state.manifests.retain(m.file_name for m in metas)
-    return metas

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, tuple_, update
 
-from coordinator.db.models import CommitRow, SnapshotRow, TableRow
+from coordinator.db.models import CommitRow, LiveFileRow, LiveIndexRow, SnapshotRow, TableRow
 from coordinator.db.repositories._rows import first
 from coordinator.db.repositories.commits import StoredCommit, stored_commit
 
@@ -29,6 +29,8 @@ def insert_table(conn: Connection, row: dict[str, object]) -> None:
 def delete_table(conn: Connection, table_id: str) -> bool:
     conn.execute(delete(CommitRow).where(CommitRow.table_id == table_id))
     conn.execute(delete(SnapshotRow).where(SnapshotRow.table_id == table_id))
+    conn.execute(delete(LiveFileRow).where(LiveFileRow.table_id == table_id))
+    conn.execute(delete(LiveIndexRow).where(LiveIndexRow.table_id == table_id))
     return bool(conn.execute(delete(TableRow).where(TableRow.id == table_id)).rowcount == 1)
 
 

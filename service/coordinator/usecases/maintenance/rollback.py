@@ -4,6 +4,7 @@ the files only they referenced."""
 from __future__ import annotations
 
 from coordinator.db import repositories as repo
+from coordinator.db.repositories import live_files as index
 from coordinator.domain.file_references import FileReferences, only_removed
 from coordinator.errors import InvalidRequest, TagNotFound
 from coordinator.usecases.commits import Committer
@@ -90,6 +91,8 @@ class Rollback:
             }
             with actions.recorded(hold, table, actor=actor, action="rollback", details=details) as conn:
                 repo.set_latest(conn, table.id, target.id)
+                # The index only moves forward by deltas: the next commit indexes the target afresh.
+                index.reset_index(conn, table.id)
                 repo.delete_snapshots(conn, table.id, above=target.id)
                 if repo.get_snapshot(conn, table.id, target.id) is None:
                     repo.insert_snapshots(conn, table.id, [SnapshotFile.of(target).row(published=True)])

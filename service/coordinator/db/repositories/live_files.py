@@ -1,0 +1,228 @@
+"""The live-file index (`live_files`, `live_index`): what a commit reads per (partition, bucket).
+
+Rows change only in the commit point's transaction (or when the index is built or caught up, under the
+table's lock), so a reader holding the lock sees exactly the latest committed snapshot's files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any, cast
+
+from sqlalchemy import Connection, Table, and_, bindparam, delete, func, insert, select, tuple_, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from coordinator.db.models import LiveFileRow, LiveIndexRow
+from coordinator_client.format.manifest import FileKind, ManifestEntry, decode_entry, encode_entry
+
+FileKey = tuple[bytes, int, int, str]
+"""(partition, bucket, level, file name): a file's row in the index."""
+
+_CHUNK = 1000
+"""Keys per IN list: well inside every database's limit on bound parameters."""
+
+_T = cast(Table, LiveFileRow.__table__)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedFile:
+    entry: ManifestEntry
+    added_in: int | None
+    removed_in: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class BucketSequence:
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    max_sequence_number: int
+
+
+def file_key(entry: ManifestEntry) -> FileKey:
+    return entry.partition, entry.bucket, entry.file.level, entry.file.file_name
+
+
+def index_snapshot(conn: Connection, table_id: str) -> int | None:
+    """The snapshot the table's index reflects; None when it has not been built."""
+    return conn.execute(select(LiveIndexRow.snapshot_id).where(LiveIndexRow.table_id == table_id)).scalar()
+
+
+def find_files(conn: Connection, table_id: str, keys: Collection[FileKey]) -> list[IndexedFile]:
+    """The rows of these files, live or recently removed."""
+    key_columns = tuple_(_T.c.partition, _T.c.bucket, _T.c.level, _T.c.file_name)
+    found: list[IndexedFile] = []
+    for chunk in _chunks(keys):
+        query = _files().where(_T.c.table_id == table_id, key_columns.in_(chunk))
+        found.extend(_indexed(conn.execute(query)))
+    return found
+
+
+def bucket_files(conn: Connection, table_id: str, partition: bytes, bucket: int) -> list[IndexedFile]:
+    query = _files().where(
+        _T.c.table_id == table_id,
+        _T.c.partition == partition,
+        _T.c.bucket == bucket,
+        _T.c.removed_in.is_(None),
+    )
+    return list(_indexed(conn.execute(query)))
+
+
+def partition_files(
+    conn: Connection, table_id: str, partitions: Collection[bytes] | None
+) -> list[IndexedFile]:
+    """Live files of these partitions (of every partition when None)."""
+    if partitions is None:
+        query = _files().where(_T.c.table_id == table_id, _T.c.removed_in.is_(None))
+        return list(_indexed(conn.execute(query)))
+    found: list[IndexedFile] = []
+    for chunk in _chunks(partitions):
+        query = _files().where(
+            _T.c.table_id == table_id, _T.c.partition.in_(chunk), _T.c.removed_in.is_(None)
+        )
+        found.extend(_indexed(conn.execute(query)))
+    return found
+
+
+def live_partitions(conn: Connection, table_id: str) -> list[bytes]:
+    query = select(_T.c.partition).where(_T.c.table_id == table_id, _T.c.removed_in.is_(None)).distinct()
+    return list(conn.execute(query).scalars())
+
+
+def partition_samples(conn: Connection, table_id: str, partitions: Iterable[bytes]) -> list[IndexedFile]:
+    """One live file per partition: its files agree on the partition's bucket count."""
+    found: list[IndexedFile] = []
+    for partition in partitions:
+        query = _files().where(
+            _T.c.table_id == table_id, _T.c.partition == partition, _T.c.removed_in.is_(None)
+        )
+        found.extend(_indexed(conn.execute(query.limit(1))))
+    return found
+
+
+def max_sequence_numbers(
+    conn: Connection, table_id: str, partitions: Collection[bytes] | None
+) -> list[BucketSequence]:
+    """The highest sequence number per live (partition, bucket), computed by the database."""
+    query = (
+        select(_T.c.partition, _T.c.bucket, func.max(_T.c.total_buckets), func.max(_T.c.max_sequence_number))
+        .where(_T.c.table_id == table_id, _T.c.removed_in.is_(None))
+        .group_by(_T.c.partition, _T.c.bucket)
+    )
+    if partitions is not None:
+        query = query.where(_T.c.partition.in_(list(partitions)))
+    return [BucketSequence(*row) for row in conn.execute(query)]
+
+
+def apply_delta(
+    conn: Connection, table_id: str, snapshot_id: int, entries: Sequence[ManifestEntry], *, forget_before: int
+) -> None:
+    """Advance the index by one snapshot's entries; removed rows older than `forget_before` go."""
+    added = [_row(table_id, e, snapshot_id) for e in entries if e.kind == FileKind.ADD]
+    removed = [e for e in entries if e.kind == FileKind.DELETE]
+    if removed:
+        statement = (
+            update(_T)
+            .where(
+                and_(
+                    _T.c.table_id == table_id,
+                    _T.c.partition == bindparam("k_partition"),
+                    _T.c.bucket == bindparam("k_bucket"),
+                    _T.c.level == bindparam("k_level"),
+                    _T.c.file_name == bindparam("k_file_name"),
+                )
+            )
+            .values(removed_in=snapshot_id)
+        )
+        conn.execute(
+            statement,
+            [
+                {"k_partition": p, "k_bucket": b, "k_level": lv, "k_file_name": n}
+                for p, b, lv, n in map(file_key, removed)
+            ],
+        )
+    if added:
+        conn.execute(_upsert(conn), added)
+    conn.execute(
+        delete(_T).where(
+            _T.c.table_id == table_id, _T.c.removed_in.is_not(None), _T.c.removed_in < forget_before
+        )
+    )
+
+
+def replace_index(conn: Connection, table_id: str, snapshot_id: int, live: Iterable[ManifestEntry]) -> None:
+    """Build the index afresh from a snapshot's live files (a table the index has not seen)."""
+    conn.execute(delete(_T).where(_T.c.table_id == table_id))
+    batch: list[dict[str, Any]] = []
+    for entry in live:
+        batch.append(_row(table_id, entry, None))
+        if len(batch) >= 10_000:
+            conn.execute(insert(_T), batch)
+            batch = []
+    if batch:
+        conn.execute(insert(_T), batch)
+    set_index_snapshot(conn, table_id, snapshot_id)
+
+
+def set_index_snapshot(conn: Connection, table_id: str, snapshot_id: int) -> None:
+    updated = conn.execute(
+        update(LiveIndexRow).where(LiveIndexRow.table_id == table_id).values(snapshot_id=snapshot_id)
+    )
+    if updated.rowcount == 0:
+        conn.execute(insert(LiveIndexRow), [{"table_id": table_id, "snapshot_id": snapshot_id}])
+
+
+def reset_index(conn: Connection, table_id: str) -> None:
+    """Forget the index (after a rollback): the next commit builds it again from storage."""
+    conn.execute(delete(LiveIndexRow).where(LiveIndexRow.table_id == table_id))
+    conn.execute(delete(_T).where(_T.c.table_id == table_id))
+
+
+def _files() -> Any:
+    return select(_T.c.entry, _T.c.added_in, _T.c.removed_in)
+
+
+def _indexed(rows: Iterable[Any]) -> Iterator[IndexedFile]:
+    for blob, added_in, removed_in in rows:
+        yield IndexedFile(decode_entry(bytes(blob)), added_in, removed_in)
+
+
+def _row(table_id: str, entry: ManifestEntry, added_in: int | None) -> dict[str, Any]:
+    partition, bucket, level, name = file_key(entry)
+    return {
+        "table_id": table_id,
+        "partition": partition,
+        "bucket": bucket,
+        "level": level,
+        "file_name": name,
+        "total_buckets": entry.total_buckets,
+        "max_sequence_number": entry.file.max_sequence_number,
+        "added_in": added_in,
+        "removed_in": None,
+        "entry": encode_entry(entry),
+    }
+
+
+def _upsert(conn: Connection) -> Any:
+    """INSERT, or revive a removed row of the same key (a file re-added under its old identity)."""
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    statement = dialect.insert(_T)
+    excluded = statement.excluded
+    return statement.on_conflict_do_update(
+        index_elements=[_T.c.table_id, _T.c.partition, _T.c.bucket, _T.c.level, _T.c.file_name],
+        set_={
+            "total_buckets": excluded.total_buckets,
+            "max_sequence_number": excluded.max_sequence_number,
+            "added_in": excluded.added_in,
+            "removed_in": None,
+            "entry": excluded.entry,
+        },
+    )
+
+
+def _chunks(values: Iterable[Any]) -> Iterator[list[Any]]:
+    iterator = iter(values)
+    while chunk := list(islice(iterator, _CHUNK)):
+        yield chunk
