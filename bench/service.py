@@ -117,6 +117,12 @@ class CoordinatorProcess:
             process.kill()
             process.wait()
 
+    @property
+    def pid(self) -> int:
+        if self._process is None:
+            raise RuntimeError("the coordinator is not running")
+        return self._process.pid
+
     def log_tail(self, lines: int = 30) -> str:
         try:
             return "\n".join(self._log_path.read_text(errors="replace").splitlines()[-lines:])

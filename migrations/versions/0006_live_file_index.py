@@ -40,6 +40,7 @@ def upgrade() -> None:
         sa.Column("removed_in", sa.BigInteger(), nullable=True),
         sa.Column("entry", sa.LargeBinary(), nullable=False),
     )
+    op.create_index("ix_live_files_name", "live_files", ["table_id", "file_name"])
     op.create_index(
         "ix_live_files_removed",
         "live_files",
@@ -62,4 +63,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("live_index")
     op.drop_index("ix_live_files_removed", table_name="live_files")
+    op.drop_index("ix_live_files_name", table_name="live_files")
     op.drop_table("live_files")

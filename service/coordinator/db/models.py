@@ -95,6 +95,7 @@ class LiveFileRow(Base):
     entry: Mapped[bytes] = mapped_column(LargeBinary)
 
     __table_args__ = (
+        Index("ix_live_files_name", "table_id", "file_name"),
         Index(
             "ix_live_files_removed",
             "table_id",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, and_, bindparam, delete, func, insert, select, tuple_, update
+from sqlalchemy import Connection, Table, and_, bindparam, delete, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from coordinator.db.models import LiveFileRow, LiveIndexRow
@@ -51,12 +51,15 @@ def index_snapshot(conn: Connection, table_id: str) -> int | None:
 
 
 def find_files(conn: Connection, table_id: str, keys: Collection[FileKey]) -> list[IndexedFile]:
-    """The rows of these files, live or recently removed."""
-    key_columns = tuple_(_T.c.partition, _T.c.bucket, _T.c.level, _T.c.file_name)
+    """The rows of these files, live or recently removed.
+
+    Looked up by file name (its own index), then matched on the whole key: a row-value IN over the
+    primary key is not planned as index lookups everywhere."""
+    wanted = set(keys)
     found: list[IndexedFile] = []
-    for chunk in _chunks(keys):
-        query = _files().where(_T.c.table_id == table_id, key_columns.in_(chunk))
-        found.extend(_indexed(conn.execute(query)))
+    for chunk in _chunks({name for _, _, _, name in wanted}):
+        query = _files().where(_T.c.table_id == table_id, _T.c.file_name.in_(chunk))
+        found.extend(f for f in _indexed(conn.execute(query)) if file_key(f.entry) in wanted)
     return found
 
 
