@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from coordinator.domain.committable import ResolvedCommittable
+from coordinator_client.format.manifest import ManifestEntry
 from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import CommitResponse, InFlightCommitModel
 
@@ -36,6 +37,9 @@ class PendingCommit:
     started_at: float = field(default_factory=time.time)
     timings: dict[str, float] = field(default_factory=dict)
     snapshots: list[Snapshot] = field(default_factory=list)
+    delta_entries: dict[int, Sequence[ManifestEntry]] = field(default_factory=dict)
+    """The data entries of each snapshot built (by snapshot id): what the commit point's table size
+    moves by (domain.table_stats)."""
     mark: float = 0.0
     """perf_counter() at the end of the last timed phase."""
     _response: CommitResponse | None = None

@@ -16,6 +16,7 @@ from sqlalchemy import Connection, Engine
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
 from coordinator.domain.conflicts import Conflict
+from coordinator.domain.table_stats import FileDelta
 from coordinator.errors import CommitConflict, TableNotFound
 from coordinator.usecases.commit_queue import PendingCommit
 from coordinator.usecases.snapshot_file import SnapshotFile
@@ -33,6 +34,9 @@ class TableChange:
     previous_id: int
     snapshots: list[SnapshotFile]
     history: list[repo.NewCommit]
+    file_delta: FileDelta
+    """What the snapshots' delta entries do to the live data files, all snapshots together."""
+    committed_at: float
 
 
 @dataclass
@@ -106,7 +110,23 @@ def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:
                     retryable=True,
                 )
             repo.insert_snapshots(conn, table_id, [s.row(published=False) for s in change.snapshots])
+            if change.snapshots:
+                _record_stats(conn, change)
             repo.insert_commits(conn, table_id, change.history)
+
+
+def _record_stats(conn: Connection, change: TableChange) -> None:
+    """The table's size moves with its head, in the commit point's transaction (domain.table_stats)."""
+    last = change.snapshots[-1]
+    snapshot = last.snapshot if last.snapshot is not None else Snapshot.from_json(last.body)
+    repo.record_stats(
+        conn,
+        change.table.id,
+        total_record_count=snapshot.total_record_count,
+        files=change.file_delta.files,
+        size=change.file_delta.bytes,
+        at=change.committed_at,
+    )
 
 
 def refs(snapshots: Sequence[Snapshot]) -> list[SnapshotRef]:

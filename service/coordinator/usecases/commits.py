@@ -22,6 +22,7 @@ from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
 from coordinator.domain.committable import ResolvedCommittable, resolve_committable
 from coordinator.domain.conflicts import Conflict
+from coordinator.domain.table_stats import combined, file_delta
 from coordinator.errors import CommitConflict, InvalidRequest, LockUnavailable, TableNotFound
 from coordinator.observability.commit_events import CommitEvents, Outcome
 from coordinator.observability.metrics import Metrics
@@ -219,7 +220,14 @@ class Committer:
             if result.committed:
                 now = self._clock.now()
                 change = TableChange(
-                    table, previous_id, files, [history_row(m, now) for m in result.committed]
+                    table,
+                    previous_id,
+                    files,
+                    [history_row(m, now) for m in result.committed],
+                    combined(
+                        file_delta(m.delta_entries[s.id]) for m in result.committed for s in m.snapshots
+                    ),
+                    now,
                 )
                 with timed_together(result.committed, "commitPoint"):
                     commit_point(hold, [change])

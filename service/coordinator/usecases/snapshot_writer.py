@@ -71,3 +71,4 @@ def _write_snapshot(
         state.snapshot = snapshot
         state.data_manifests = base + delta
         member.snapshots.append(snapshot)
+        member.delta_entries[snapshot.id] = plan.entries

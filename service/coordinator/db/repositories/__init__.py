@@ -48,6 +48,7 @@ from coordinator.db.repositories.snapshots import (
 )
 from coordinator.db.repositories.tables import (
     GroupContext,
+    TableTotals,
     advance_latest,
     delete_table,
     get_table,
@@ -55,7 +56,11 @@ from coordinator.db.repositories.tables import (
     insert_table,
     latest_snapshot_id,
     list_tables,
+    record_stats,
     set_latest,
+    set_stats,
+    table_totals,
+    tables_without_stats,
     update_schema,
 )
 
@@ -65,6 +70,7 @@ __all__ = [
     "StoredCommit",
     "StoredSnapshot",
     "TableCommitCounts",
+    "TableTotals",
     "advance_latest",
     "commit_counts_per_minute",
     "committed_timings",
@@ -92,11 +98,15 @@ __all__ = [
     "list_tokens",
     "mark_published",
     "ping",
+    "record_stats",
     "rejections_by_type",
     "revoke_token",
     "set_latest",
+    "set_stats",
     "table_commit_counts",
+    "table_totals",
     "tables_with_unpublished",
+    "tables_without_stats",
     "unpublished_snapshots",
     "update_commit_timings",
     "update_schema",
