@@ -96,10 +96,15 @@ class Backfill:
                 filled += self._fill(table_id, latest)
         return filled
 
-    def close(self) -> None:
-        self._stop.set()
+    def wait(self, timeout: float = 60) -> None:
+        """Until the background pass is over (tests, and tools that need every size)."""
         if self._thread is not None:
-            self._thread.join(timeout=30)
+            self._thread.join(timeout)
+
+    def close(self) -> None:
+        """Stop after the table being read, and wait for that."""
+        self._stop.set()
+        self.wait(30)
 
     def _fill(self, table_id: str, latest: int) -> int:
         try:
