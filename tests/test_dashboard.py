@@ -137,7 +137,7 @@ def test_overview_counts_what_was_committed(
 def test_overview_follows_new_snapshots_and_dropped_tables(
     http: httpx.Client, client: CoordinatorClient
 ) -> None:
-    """Sizes are cached per snapshot: a new snapshot must show at once, a dropped table must go."""
+    """Sizes move with each commit point: a new snapshot must show at once, a dropped table must go."""
     table = _table(http, "t")
     client.commit(table.id, _commit(table, 5))
     assert [
