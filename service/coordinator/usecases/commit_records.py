@@ -101,27 +101,25 @@ def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:
     with hold.fenced() as conn:
         for change in changes:
             table_id = change.table.id
-            if change.snapshots and not repo.advance_latest(
-                conn, table_id, change.previous_id, change.snapshots[-1].id
-            ):
+            if change.snapshots and not _advance(conn, change):
                 raise Conflict(
                     "LATEST_SNAPSHOT_MOVED",
                     "another commit moved the table while this one held the lock",
                     retryable=True,
                 )
             repo.insert_snapshots(conn, table_id, [s.row(published=False) for s in change.snapshots])
-            if change.snapshots:
-                _record_stats(conn, change)
             repo.insert_commits(conn, table_id, change.history)
 
 
-def _record_stats(conn: Connection, change: TableChange) -> None:
-    """The table's size moves with its head, in the commit point's transaction (domain.table_stats)."""
+def _advance(conn: Connection, change: TableChange) -> bool:
+    """The head pointer moves, and the table's size with it (domain.table_stats), in one statement."""
     last = change.snapshots[-1]
     snapshot = last.snapshot if last.snapshot is not None else Snapshot.from_json(last.body)
-    repo.record_stats(
+    return repo.advance_latest_with_stats(
         conn,
         change.table.id,
+        change.previous_id,
+        last.id,
         total_record_count=snapshot.total_record_count,
         files=change.file_delta.files,
         size=change.file_delta.bytes,

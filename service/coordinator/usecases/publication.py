@@ -105,17 +105,18 @@ class Publication:
             assert snapshot is not None  # read from its text
             delta = delta_on_storage(self._fileio, table, snapshot)  # bounded by the delta
             with self._engine.begin() as conn:
-                if not repo.advance_latest(conn, table.id, latest, adopted.id):
-                    break
-                repo.insert_snapshots(conn, table.id, [adopted.row(published=True)])
-                repo.record_stats(
+                if not repo.advance_latest_with_stats(
                     conn,
                     table.id,
+                    latest,
+                    adopted.id,
                     total_record_count=snapshot.total_record_count,
                     files=delta.files,
                     size=delta.bytes,
                     at=snapshot.time_millis / 1000,
-                )
+                ):
+                    break
+                repo.insert_snapshots(conn, table.id, [adopted.row(published=True)])
             log.info("adopted snapshot %d of %s written outside the coordinator", adopted.id, table.id)
             latest = adopted.id
         return latest

@@ -67,10 +67,11 @@ def table_totals(conn: Connection) -> TableTotals:
     return TableTotals(*(int(v) for v in row))
 
 
-_RECORD_STATS = (
+_ADVANCE_WITH_STATS = (
     update(TableRow)
-    .where(TableRow.id == bindparam("b_table"))
+    .where(TableRow.id == bindparam("b_table"), TableRow.latest_snapshot_id == bindparam("b_expected"))
     .values(
+        latest_snapshot_id=bindparam("b_new"),
         total_record_count=bindparam("b_records"),
         file_count=TableRow.file_count + bindparam("b_files"),
         file_bytes=TableRow.file_bytes + bindparam("b_bytes"),
@@ -79,15 +80,30 @@ _RECORD_STATS = (
 )
 
 
-def record_stats(
-    conn: Connection, table_id: str, *, total_record_count: int, files: int, size: int, at: float
-) -> None:
-    """At a commit point: the new head's record count, the live files moved by `files` and their bytes
-    by `size` (an unknown count, NULL, stays unknown), and the time of the commit."""
-    conn.execute(
-        _RECORD_STATS,
-        {"b_table": table_id, "b_records": total_record_count, "b_files": files, "b_bytes": size, "b_at": at},
-    )
+def advance_latest_with_stats(
+    conn: Connection,
+    table_id: str,
+    expected: int,
+    new: int,
+    *,
+    total_record_count: int,
+    files: int,
+    size: int,
+    at: float,
+) -> bool:
+    """`advance_latest`, and in the same statement the table's size: the new head's record count, the
+    live files moved by `files` and their bytes by `size` (an unknown count, NULL, stays unknown), and
+    the time of the commit. False when someone else moved the pointer (nothing changes then)."""
+    params = {
+        "b_table": table_id,
+        "b_expected": expected,
+        "b_new": new,
+        "b_records": total_record_count,
+        "b_files": files,
+        "b_bytes": size,
+        "b_at": at,
+    }
+    return bool(conn.execute(_ADVANCE_WITH_STATS, params).rowcount == 1)
 
 
 def set_stats(
