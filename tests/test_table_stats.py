@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pyarrow as pa
 import pytest
 from alembic import command
@@ -23,6 +25,7 @@ from coordinator.app import create_app
 from coordinator.db.migrate import alembic_config
 from coordinator.services import Services
 from coordinator.settings import Settings
+from tests.conftest import LiveServer
 from tests.paimon_files import PaimonTable, commit, create_table, pypaimon_rows
 
 FIELDS = {"dt": "STRING", "id": "BIGINT", "v": "STRING"}
@@ -38,7 +41,7 @@ def append(api: TestClient, table: PaimonTable, data: list[dict[str, Any]]) -> d
     return new
 
 
-def truth(api: TestClient, warehouse: Path, table: PaimonTable) -> tuple[int, int, int, int]:
+def truth(api: httpx.Client, warehouse: Path, table: PaimonTable) -> tuple[int, int, int, int]:
     """(latest snapshot, records, files, bytes) read from storage: the manifests and pypaimon."""
     files = api.get(f"/tables/{table.id}/files").json()
     assert files["snapshotId"] is not None
@@ -48,7 +51,7 @@ def truth(api: TestClient, warehouse: Path, table: PaimonTable) -> tuple[int, in
     return files["snapshotId"], records, len(live), sum(f["fileSize"] for f in live)
 
 
-def recorded(api: TestClient, table: PaimonTable) -> tuple[int, int, int, int]:
+def recorded(api: httpx.Client, table: PaimonTable) -> tuple[int, int, int, int]:
     """What the overview and the table list say, which must agree."""
     overview = api.get("/ops/overview", params={"name_prefix": table.id.split(".")[1]}).json()
     (row,) = [t for t in overview["tables"] if t["tableId"] == table.id]
@@ -195,3 +198,31 @@ def test_rows_older_than_0005_are_unknown_then_backfilled_once_at_start(
             assert restarted.get("/ops/overview").json()["totals"]["unknown"] == 0
     finally:
         services.close()
+
+
+def test_group_commits_move_the_size_by_every_member(
+    live_server: LiveServer, warehouse: Path, settings: Settings
+) -> None:
+    """Writers racing for one table are committed in groups (one commit point for several snapshots):
+    the size moves by all of their deltas."""
+    with httpx.Client(base_url=live_server.url, timeout=60) as http:
+        table = create_table(http, "stats", "raced", FIELDS, partitionKeys=["dt"])
+
+        def write(k: int) -> list[int]:
+            sizes = []
+            with httpx.Client(base_url=live_server.url, timeout=60) as own:
+                for j in range(4):
+                    data = rows(f"p{k}", range(100 * k + 10 * j, 100 * k + 10 * j + 3))
+                    message = table.message(data[0], newFiles=[table.append_file(data)])
+                    body = {"commitUser": f"w{k}", "identifier": j + 1, "messages": [message]}
+                    response = own.post(f"/tables/{table.id}/commits", json=body)
+                    assert response.status_code == 201, response.text
+                    sizes.append(response.json()["groupSize"])
+            return sizes
+
+        with ThreadPoolExecutor(8) as pool:
+            group_sizes = [size for sizes in pool.map(write, range(8)) for size in sizes]
+        assert max(group_sizes) > 1  # some commit points recorded several snapshots
+        got = recorded(http, table)
+        assert got == truth(http, warehouse, table)
+        assert got[1:3] == (8 * 4 * 3, 8 * 4)
