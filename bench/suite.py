@@ -22,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import coordinator_bench, pypaimon_bench
+from bench import coordinator_bench, many_tables, pypaimon_bench
 from bench.data import FULL, PARTITIONS, QUICK, Counts
 from bench.procs import exit_on_sigterm, progress, run_isolated
 from bench.report import breakdown, pypaimon_notes, render, rows_for
@@ -51,7 +51,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=None,
         help="rows of the Spark write benchmark (default 5,000,000; 500,000 with --quick; 0 skips it)",
     )
+    parser.add_argument(
+        "--many-tables",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead of the commit benchmarks: N tables with one commit each, then the overview and the "
+        "table list (bench/many_tables.py; issue 14 uses 10000)",
+    )
     args = parser.parse_args(argv)
+    if args.many_tables < 0:
+        parser.error("--many-tables: a table count >= 1")
     if args.spark_rows is None:
         args.spark_rows = 500_000 if args.quick else 5_000_000
     args.databases = [d.strip() for d in args.databases.split(",") if d.strip()]
@@ -177,6 +187,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # SIGTERM (a CI timeout, `kill`): still stop the services and drop the PostgreSQL database.
     exit_on_sigterm()
     args = parse_args(argv)
+    if args.many_tables:
+        with tempfile.TemporaryDirectory(prefix="coordinator-bench-") as tmp:
+            return many_tables.main(args.databases, args.many_tables, Path(tmp), RESULTS)
     counts = QUICK if args.quick else FULL
     results: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -137,7 +137,7 @@ def test_overview_counts_what_was_committed(
 def test_overview_follows_new_snapshots_and_dropped_tables(
     http: httpx.Client, client: CoordinatorClient
 ) -> None:
-    """Sizes are cached per snapshot: a new snapshot must show at once, a dropped table must go."""
+    """Sizes move with each commit point: a new snapshot must show at once, a dropped table must go."""
     table = _table(http, "t")
     client.commit(table.id, _commit(table, 5))
     assert [
@@ -301,6 +301,53 @@ def test_dashboard_asks_for_a_token_and_survives_failing_panels(
         )
         expect(row).to_be_visible()
         page.screenshot(path=str(tmp_path / "forbidden.png"), full_page=True)
+    assert errors == []
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_dashboard_pages_through_tables_and_finds_one_by_name(
+    live_server: LiveServer, http: httpx.Client, client: CoordinatorClient, browser: Browser
+) -> None:
+    """The tables panel shows one page (50) of tables, the totals over all of them, goes to the next page
+    and back, and finds tables by name prefix or database.name prefix."""
+    for n in range(60):
+        create_table(http, "fleet", f"t{n:03d}", {"id": "BIGINT"})
+    orders = create_table(http, "sales", "orders", {"dt": "STRING", "id": "BIGINT"}, partitionKeys=["dt"])
+    client.commit(orders.id, _commit(orders, 7))
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors = _errors(page)
+    page.goto(f"{live_server.url}/dashboard")
+    rows = page.get_by_test_id("table-row")
+    expect(rows).to_have_count(50, timeout=15_000)
+    expect(rows.first).to_have_attribute("data-table-id", "fleet.t000")
+    expect(page.get_by_test_id("tables-total")).to_contain_text("61 tables · 7 records · 1 files")
+    expect(page.get_by_test_id("tables-page")).to_have_text("page 1, more follow")
+    expect(page.get_by_test_id("tables-first")).to_be_disabled()
+
+    page.get_by_test_id("tables-next").click()
+    expect(rows).to_have_count(11, timeout=15_000)
+    expect(rows.first).to_have_attribute("data-table-id", "fleet.t050")
+    expect(rows.last).to_have_attribute("data-table-id", "sales.orders")
+    expect(page.get_by_test_id("tables-page")).to_have_text("page 2")
+    expect(page.get_by_test_id("tables-next")).to_be_disabled()
+    page.get_by_test_id("tables-first").click()
+    expect(rows).to_have_count(50, timeout=15_000)
+
+    search = page.get_by_test_id("table-search")
+    search.fill("sales.ord")
+    found = page.locator('[data-testid="table-row"][data-table-id="sales.orders"]')
+    expect(rows).to_have_count(1, timeout=15_000)
+    expect(found.get_by_test_id("table-records")).to_have_text("7")
+    expect(found.get_by_test_id("table-files")).to_have_text("1")
+    search.fill("t05")
+    expect(rows).to_have_count(10, timeout=15_000)
+    expect(rows.first).to_have_attribute("data-table-id", "fleet.t050")
+    search.fill("nope")
+    expect(page.get_by_test_id("tables-empty")).to_have_text("no table matches nope", timeout=15_000)
+    search.fill("")
+    expect(rows).to_have_count(50, timeout=15_000)
     assert errors == []
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
@@ -102,8 +102,31 @@ class AsyncCoordinatorClient:
         request = CreateTableRequest(database=database, name=name, location=location)
         return await self._run(self._api.create_table(request))
 
-    async def list_tables(self) -> TableListResponse:
-        return await self._run(self._api.list_tables())
+    async def list_tables(
+        self,
+        *,
+        limit: int | None = None,
+        page_token: str | None = None,
+        database: str | None = None,
+        name_prefix: str | None = None,
+    ) -> TableListResponse:
+        """One page of tables in (database, name) order; see CoordinatorClient.list_tables."""
+        return await self._run(self._api.list_tables(limit, page_token, database, name_prefix))
+
+    async def iter_tables(
+        self, *, page_size: int | None = None, database: str | None = None, name_prefix: str | None = None
+    ) -> AsyncIterator[TableResponse]:
+        """Every table (of `database`, with `name_prefix`), page after page."""
+        token: str | None = None
+        while True:
+            page = await self.list_tables(
+                limit=page_size, page_token=token, database=database, name_prefix=name_prefix
+            )
+            for table in page.tables:
+                yield table
+            token = page.next_page_token
+            if token is None:
+                return
 
     async def get_table(self, table_id: str) -> TableResponse:
         return await self._run(self._api.get_table(table_id))
@@ -202,8 +225,16 @@ class AsyncCoordinatorClient:
     async def audit(self, limit: int = 100) -> AuditListResponse:
         return await self._run(self._api.audit(limit))
 
-    async def overview(self, minutes: int = 30) -> OverviewResponse:
-        return await self._run(self._api.overview(minutes))
+    async def overview(
+        self,
+        minutes: int = 30,
+        *,
+        limit: int | None = None,
+        page_token: str | None = None,
+        database: str | None = None,
+        name_prefix: str | None = None,
+    ) -> OverviewResponse:
+        return await self._run(self._api.overview(minutes, limit, page_token, database, name_prefix))
 
     async def metrics(self) -> str:
         return await self._run(self._api.metrics())

@@ -126,6 +126,14 @@ def _path(*parts: str | int) -> str:
     return "/" + "/".join(quote(str(part), safe="") for part in parts)
 
 
+def _page_params(
+    limit: int | None, page_token: str | None, database: str | None, name_prefix: str | None
+) -> dict[str, str | int]:
+    """The table list's paging parameters that are set."""
+    given = {"limit": limit, "page_token": page_token, "database": database, "name_prefix": name_prefix}
+    return {k: v for k, v in given.items() if v is not None}
+
+
 def _json_body(model: BaseModel) -> bytes:
     return model.model_dump_json(by_alias=True).encode()
 
@@ -197,8 +205,11 @@ class Api:
         send = _send_json("POST", _path("tables"), _coerce(CreateTableRequest, request))
         return (yield from self.call(send, TableResponse))
 
-    def list_tables(self) -> Flow[TableListResponse]:
-        return (yield from self.call(Send("GET", _path("tables")), TableListResponse))
+    def list_tables(
+        self, limit: int | None, page_token: str | None, database: str | None, name_prefix: str | None
+    ) -> Flow[TableListResponse]:
+        params = _page_params(limit, page_token, database, name_prefix)
+        return (yield from self.call(Send("GET", _path("tables"), params=params), TableListResponse))
 
     def get_table(self, table_id: str) -> Flow[TableResponse]:
         return (yield from self.call(Send("GET", _path("tables", table_id)), TableResponse))
@@ -372,8 +383,17 @@ class Api:
     def audit(self, limit: int) -> Flow[AuditListResponse]:
         return (yield from self.call(Send("GET", _path("audit"), params={"limit": limit}), AuditListResponse))
 
-    def overview(self, minutes: int) -> Flow[OverviewResponse]:
-        send = Send("GET", _path("ops", "overview"), params={"minutes": minutes})
+    def overview(
+        self,
+        minutes: int,
+        limit: int | None = None,
+        page_token: str | None = None,
+        database: str | None = None,
+        name_prefix: str | None = None,
+    ) -> Flow[OverviewResponse]:
+        params: dict[str, str | int] = {"minutes": minutes}
+        params.update(_page_params(limit, page_token, database, name_prefix))
+        send = Send("GET", _path("ops", "overview"), params=params)
         return (yield from self.call(send, OverviewResponse))
 
     def metrics(self) -> Flow[str]:

@@ -9,7 +9,7 @@ thrown into the flow as a TransportError at the step that caused it.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
@@ -119,8 +119,31 @@ class CoordinatorClient:
             self._api.create_table(CreateTableRequest(database=database, name=name, location=location))
         )
 
-    def list_tables(self) -> TableListResponse:
-        return self._run(self._api.list_tables())
+    def list_tables(
+        self,
+        *,
+        limit: int | None = None,
+        page_token: str | None = None,
+        database: str | None = None,
+        name_prefix: str | None = None,
+    ) -> TableListResponse:
+        """One page of tables in (database, name) order (the service's default page size when `limit` is
+        None); pass the answer's `next_page_token` as `page_token` for the next page."""
+        return self._run(self._api.list_tables(limit, page_token, database, name_prefix))
+
+    def iter_tables(
+        self, *, page_size: int | None = None, database: str | None = None, name_prefix: str | None = None
+    ) -> Iterator[TableResponse]:
+        """Every table (of `database`, with `name_prefix`), page after page."""
+        token: str | None = None
+        while True:
+            page = self.list_tables(
+                limit=page_size, page_token=token, database=database, name_prefix=name_prefix
+            )
+            yield from page.tables
+            token = page.next_page_token
+            if token is None:
+                return
 
     def get_table(self, table_id: str) -> TableResponse:
         return self._run(self._api.get_table(table_id))
@@ -256,9 +279,18 @@ class CoordinatorClient:
         """Forced lock releases and token changes, newest first."""
         return self._run(self._api.audit(limit))
 
-    def overview(self, minutes: int = 30) -> OverviewResponse:
-        """The dashboard's data: tables, commits per minute, latency by phase, latest conflicts."""
-        return self._run(self._api.overview(minutes))
+    def overview(
+        self,
+        minutes: int = 30,
+        *,
+        limit: int | None = None,
+        page_token: str | None = None,
+        database: str | None = None,
+        name_prefix: str | None = None,
+    ) -> OverviewResponse:
+        """The dashboard's data: totals, one page of tables (paged as list_tables pages), commits per
+        minute, latency by phase, latest conflicts."""
+        return self._run(self._api.overview(minutes, limit, page_token, database, name_prefix))
 
     def metrics(self) -> str:
         """The Prometheus text exposition."""

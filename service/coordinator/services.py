@@ -23,6 +23,7 @@ from coordinator.usecases.operations import Operations
 from coordinator.usecases.overview import Overview
 from coordinator.usecases.reads import Reads
 from coordinator.usecases.table_hold import TableHolds
+from coordinator.usecases.table_stats import Backfill
 from coordinator.usecases.tables import Tables
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,7 @@ class Services:
     metrics: Metrics
     warehouse_root: str
     clock: Clock
+    backfill: Backfill
 
     @classmethod
     def start(cls, settings: Settings) -> Services:
@@ -73,6 +75,9 @@ class Services:
         # Retention runs after a commit stands (snapshot.expire.execution-mode: sync, or async).
         committer.after_each_commit(maintenance.after_commit)
         operations = Operations(engine, locks, committer, AuditLog(engine, clock), metrics)
+        # Sizes of tables recorded before revision 0005, read once from storage in the background.
+        backfill = Backfill(engine, fileio, tables)
+        backfill.start()
         return cls(
             settings,
             engine,
@@ -82,15 +87,17 @@ class Services:
             reads,
             maintenance,
             operations,
-            Overview(engine, reads, clock),
+            Overview(engine, tables, clock),
             locks,
             TokenStore(engine, clock),
             metrics,
             root,
             clock,
+            backfill,
         )
 
     def close(self) -> None:
+        self.backfill.close()
         self.maintenance.close()
         self.locks.close()
         self.engine.dispose()

@@ -68,6 +68,7 @@ from coordinator_client.models._ops import (
     PhaseLatencyModel,
     ReleaseLockResponse,
     TableStatsModel,
+    TableTotalsModel,
 )
 from coordinator_client.models._reads import (
     BucketSequenceModel,
@@ -147,6 +148,7 @@ __all__ = [
     "TableListResponse",
     "TableResponse",
     "TableStatsModel",
+    "TableTotalsModel",
     "TagListResponse",
     "TagModel",
     "WinningSnapshot",

@@ -80,13 +80,14 @@ class AuditListResponse(_Model):
 
 
 class TableStatsModel(_Model):
-    """Per-table counters for dashboards: the latest snapshot's size and the commit outcomes so far."""
+    """Per-table counters for dashboards: the latest snapshot's size (as recorded at its commit; null
+    while not known) and the commit outcomes so far."""
 
     table_id: str
     latest_snapshot_id: int
-    total_record_count: int
-    file_count: int = Field(description="live data files at the latest snapshot")
-    file_bytes: int = Field(description="their total size")
+    total_record_count: int | None
+    file_count: int | None = Field(description="live data files at the latest snapshot")
+    file_bytes: int | None = Field(description="their total size")
     committed: int
     rejected: int
     conflicts: dict[str, int] = Field(description="rejections by conflict type")
@@ -115,12 +116,27 @@ class ConflictEventModel(_Model):
     at: float = Field(description="epoch seconds")
 
 
+class TableTotalsModel(_Model):
+    """Every table of the coordinator, summed."""
+
+    tables: int
+    unknown: int = Field(description="tables whose size is not known yet (not in the sums)")
+    total_record_count: int
+    file_count: int
+    file_bytes: int
+
+
 class OverviewResponse(_Model):
-    """What the dashboard shows, over the last `windowMinutes` of commits."""
+    """What the dashboard shows, over the last `windowMinutes` of commits; `tables` is one page of
+    tables in (database, name) order, as GET /tables pages them."""
 
     now: float = Field(description="epoch seconds")
     window_minutes: int
+    totals: TableTotalsModel
     tables: list[TableStatsModel]
+    next_page_token: str | None = Field(
+        default=None, description="page_token of the next page of tables; null on the last page"
+    )
     commits_per_minute: list[MinuteCountModel] = Field(description="oldest first, one entry per minute")
     phase_latency_ms: dict[str, PhaseLatencyModel] = Field(description="committed commits, by phase")
     conflicts: list[ConflictEventModel] = Field(description="the latest rejections, newest first")

@@ -43,6 +43,8 @@ class SchemaModel(_Model):
 
 
 class TableResponse(_Model):
+    """A table and its size at the latest snapshot, as the coordinator recorded it at that commit."""
+
     id: str
     database: str
     name: str
@@ -50,7 +52,22 @@ class TableResponse(_Model):
     location: str
     schema_: SchemaModel = Field(alias="schema")
     latest_snapshot_id: int | None = None
+    total_record_count: int | None = Field(
+        default=None, description="the latest snapshot's totalRecordCount; null while not known"
+    )
+    file_count: int | None = Field(
+        default=None, description="live data files at the latest snapshot; null while not known"
+    )
+    file_bytes: int | None = Field(default=None, description="their total size; null while not known")
+    last_commit_at: float | None = Field(
+        default=None, description="epoch seconds of the latest commit that moved the table's head"
+    )
 
 
 class TableListResponse(_Model):
+    """One page of tables in (database, name) order."""
+
     tables: list[TableResponse]
+    next_page_token: str | None = Field(
+        default=None, description="pass as page_token for the next page; null on the last page"
+    )

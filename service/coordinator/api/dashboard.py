@@ -10,7 +10,9 @@ from fastapi.responses import FileResponse
 
 from coordinator.api.auth import reader
 from coordinator.api.deps import ServicesDep
-from coordinator.api.errors import AUTH_ERRORS
+from coordinator.api.errors import AUTH_ERRORS, responses
+from coordinator.api.paging import TablePageDep
+from coordinator.errors import InvalidRequest
 from coordinator_client.models import OverviewResponse
 
 router = APIRouter(tags=["ops"])
@@ -24,13 +26,23 @@ _NO_CACHE = {"Cache-Control": "no-cache"}
 
 # The page and its files hold no data and stay open, so a browser without a token can load the page
 # that asks for one; the data behind it needs a reader.
-@router.get("/ops/overview", dependencies=[Depends(reader)], responses=AUTH_ERRORS)
+@router.get(
+    "/ops/overview", dependencies=[Depends(reader)], responses=AUTH_ERRORS | responses(InvalidRequest)
+)
 def overview(
     services: ServicesDep,
+    page: TablePageDep,
     minutes: Annotated[int, Query(ge=1, le=1440, description="the window of throughput and latency")] = 30,
 ) -> OverviewResponse:
-    """Every table's size and commit outcomes, commits per minute, latency by phase, latest conflicts."""
-    return services.overview.overview(minutes)
+    """Totals over every table, one page of tables (as GET /tables pages them) with their size and
+    commit outcomes, commits per minute, latency by phase, latest conflicts; from the database alone."""
+    return services.overview.overview(
+        minutes,
+        limit=page.limit,
+        page_token=page.page_token,
+        database=page.database,
+        name_prefix=page.name_prefix,
+    )
 
 
 @router.get("/dashboard", include_in_schema=False)

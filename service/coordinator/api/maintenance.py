@@ -57,7 +57,7 @@ async def set_options(
 ) -> TableResponse:
     """Set and remove table options (e.g. the snapshot retention ones); writes the next schema version."""
     table = await threads.run(services.maintenance.set_options, table_id, body, actor=caller.name)
-    return table_response(table, await threads.run(services.tables.latest_snapshot_id, table.id))
+    return table_response(await threads.run(services.tables.entry, table.id))
 
 
 @router.post("/expire", responses=_LOCKED)

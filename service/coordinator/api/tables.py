@@ -6,8 +6,10 @@ from fastapi import APIRouter, Depends, status
 
 from coordinator.api.auth import Admin, reader
 from coordinator.api.deps import ServicesDep
-from coordinator.api.errors import AUTH_ERRORS, CREATE_ERRORS, TABLE_ERRORS
-from coordinator.usecases.tables import Table
+from coordinator.api.errors import AUTH_ERRORS, CREATE_ERRORS, TABLE_ERRORS, responses
+from coordinator.api.paging import TablePageDep
+from coordinator.errors import InvalidRequest
+from coordinator.usecases.tables import TableEntry
 from coordinator_client.models import (
     CreateTableRequest,
     SchemaFieldModel,
@@ -19,14 +21,14 @@ from coordinator_client.models import (
 router = APIRouter(prefix="/tables", tags=["tables"], dependencies=[Depends(reader)], responses=AUTH_ERRORS)
 
 
-def table_response(table: Table, latest: int) -> TableResponse:
-    schema = table.shape.schema
+def table_response(entry: TableEntry) -> TableResponse:
+    schema = entry.schema
     return TableResponse(
-        id=table.id,
-        database=table.database,
-        name=table.name,
-        uuid=table.uuid,
-        location=table.location,
+        id=entry.id,
+        database=entry.database,
+        name=entry.name,
+        uuid=entry.uuid,
+        location=entry.location,
         schema=SchemaModel(
             id=schema.id,
             fields=[
@@ -38,7 +40,11 @@ def table_response(table: Table, latest: int) -> TableResponse:
             options=dict(schema.options),
             comment=schema.comment,
         ),
-        latest_snapshot_id=latest or None,
+        latest_snapshot_id=entry.latest_snapshot_id or None,
+        total_record_count=entry.stats.total_record_count,
+        file_count=entry.stats.file_count,
+        file_bytes=entry.stats.file_bytes,
+        last_commit_at=entry.last_commit_at,
     )
 
 
@@ -46,18 +52,24 @@ def table_response(table: Table, latest: int) -> TableResponse:
 def create_table(body: CreateTableRequest, services: ServicesDep, _admin: Admin) -> TableResponse:
     """Create a table (writes schema/schema-0), or register an existing Paimon table by `location`."""
     table = services.tables.create(body)
-    return table_response(table, services.tables.latest_snapshot_id(table.id))
+    return table_response(services.tables.entry(table.id))
 
 
-@router.get("")
-def list_tables(services: ServicesDep) -> TableListResponse:
-    return TableListResponse(tables=[table_response(t, latest) for t, latest in services.tables.list()])
+@router.get("", responses=responses(InvalidRequest))
+def list_tables(services: ServicesDep, page: TablePageDep) -> TableListResponse:
+    """One page of tables in (database, name) order with their recorded sizes; the database alone
+    answers. Follow `nextPageToken` for the next page."""
+    listed = services.tables.page(
+        limit=page.limit, page_token=page.page_token, database=page.database, name_prefix=page.name_prefix
+    )
+    return TableListResponse(
+        tables=[table_response(e) for e in listed.entries], next_page_token=listed.next_page_token
+    )
 
 
 @router.get("/{table_id}", responses=TABLE_ERRORS)
 def get_table(table_id: str, services: ServicesDep) -> TableResponse:
-    table = services.tables.get(table_id)
-    return table_response(table, services.tables.latest_snapshot_id(table_id))
+    return table_response(services.tables.entry(table_id))
 
 
 @router.delete("/{table_id}", status_code=status.HTTP_204_NO_CONTENT, responses=TABLE_ERRORS)

@@ -4,6 +4,7 @@
 // are chosen by writers.
 
 const REFRESH_MS = 3000;
+const TABLES_PER_PAGE = 50;
 const TOKEN_KEY = "coordinator.dashboard.token";
 const BATCH_IDENTIFIER_FLOOR = 9.2233720368547e18; // 2^63-1 does not survive as a JS number; near it is "batch"
 const PHASE_ORDER = ["lockWait", "reconcile", "conflictCheck", "manifestWrite", "commitPoint", "publish"];
@@ -85,6 +86,7 @@ function duration(seconds) {
   return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
 }
 
+const known = (value, format) => (value === null || value === undefined ? "—" : format(value));
 const ms = (value) => (value < 10 ? value.toFixed(2) : value < 100 ? value.toFixed(1) : value.toFixed(0));
 const count = (n) => n.toLocaleString("en-US");
 const identifier = (n) => (n >= BATCH_IDENTIFIER_FLOOR ? "batch" : String(n));
@@ -96,17 +98,32 @@ function clock(epochSeconds) {
 
 // ---------------------------------------------------------------- panels
 
+function renderTotals(overview) {
+  const t = overview.totals;
+  const unknown = t.unknown ? `, ${count(t.unknown)} not sized yet` : "";
+  document.getElementById("tables-total").textContent =
+    `${count(t.tables)} tables · ${count(t.totalRecordCount)} records · ${count(t.fileCount)} files · ` +
+    `${bytes(t.fileBytes)}${unknown}`;
+}
+
 function renderTables(overview) {
-  if (overview.tables.length === 0) return panel("panel-tables", el("p", { class: "empty" }, "no tables yet"));
+  renderPager(overview);
+  if (overview.tables.length === 0) {
+    const empty = tablePage.prefix ? `no table matches ${tablePage.prefix}` : "no tables yet";
+    return panel("panel-tables", el("p", { class: "empty", "data-testid": "tables-empty" }, empty));
+  }
   const rows = overview.tables.map((t) =>
     el(
       "tr",
       { "data-testid": "table-row", "data-table-id": t.tableId },
       el("td", { "data-testid": "table-id" }, t.tableId),
       num(t.latestSnapshotId || "—", { "data-testid": "table-snapshot" }),
-      num(count(t.totalRecordCount), { "data-testid": "table-records" }),
-      num(bytes(t.fileBytes), { "data-testid": "table-bytes", title: `${count(t.fileBytes)} bytes` }),
-      num(count(t.fileCount), { "data-testid": "table-files" }),
+      num(known(t.totalRecordCount, count), { "data-testid": "table-records" }),
+      num(known(t.fileBytes, bytes), {
+        "data-testid": "table-bytes",
+        title: t.fileBytes === null ? "not known yet" : `${count(t.fileBytes)} bytes`,
+      }),
+      num(known(t.fileCount, count), { "data-testid": "table-files" }),
       num(count(t.committed), { class: "num committed", "data-testid": "table-committed" }),
       num(count(t.rejected), { class: t.rejected ? "num rejected" : "num", "data-testid": "table-rejected" }),
       el(
@@ -268,6 +285,46 @@ function renderConflicts(overview) {
   panel("panel-conflicts", grid(columns, rows));
 }
 
+// ---------------------------------------------------------------- table paging and search
+
+/** Which page of tables the panel shows: a name prefix (or database.prefix) and the page's token. */
+const tablePage = { prefix: "", token: null, number: 1, next: null };
+
+function tableQuery() {
+  const params = new URLSearchParams({ limit: String(TABLES_PER_PAGE) });
+  const dot = tablePage.prefix.indexOf(".");
+  if (dot === -1) {
+    if (tablePage.prefix) params.set("name_prefix", tablePage.prefix);
+  } else {
+    params.set("database", tablePage.prefix.slice(0, dot));
+    if (dot + 1 < tablePage.prefix.length) params.set("name_prefix", tablePage.prefix.slice(dot + 1));
+  }
+  if (tablePage.token) params.set("page_token", tablePage.token);
+  return params.toString();
+}
+
+function renderPager(overview) {
+  tablePage.next = overview.nextPageToken;
+  document.getElementById("tables-next").disabled = tablePage.next === null;
+  document.getElementById("tables-first").disabled = tablePage.token === null;
+  const more = tablePage.next === null ? "" : ", more follow";
+  document.getElementById("tables-page").textContent = `page ${tablePage.number}${more}`;
+}
+
+function showTables(prefix, token, number) {
+  Object.assign(tablePage, { prefix, token, number });
+  tick();
+}
+
+document.getElementById("table-search").addEventListener("submit", (event) => event.preventDefault());
+document.getElementById("table-prefix").addEventListener("input", (event) => {
+  showTables(event.target.value.trim(), null, 1);
+});
+document.getElementById("tables-next").addEventListener("click", () => {
+  if (tablePage.next !== null) showTables(tablePage.prefix, tablePage.next, tablePage.number + 1);
+});
+document.getElementById("tables-first").addEventListener("click", () => showTables(tablePage.prefix, null, 1));
+
 // ---------------------------------------------------------------- access control
 
 const authForm = document.getElementById("auth");
@@ -301,7 +358,7 @@ const windowSelect = document.getElementById("window");
 /** One refresh of every panel; false when polling must wait for a token. */
 async function refresh() {
   const [overview, locks, commits] = await Promise.allSettled([
-    getJson(`/ops/overview?minutes=${windowSelect.value}`),
+    getJson(`/ops/overview?minutes=${windowSelect.value}&${tableQuery()}`),
     getJson("/locks"),
     getJson("/commits?limit=20"),
   ]);
@@ -313,6 +370,7 @@ async function refresh() {
   forbidden.hidden = !errors.some((e) => e instanceof Forbidden);
 
   if (overview.status === "fulfilled") {
+    renderTotals(overview.value);
     renderTables(overview.value);
     renderThroughput(overview.value);
     renderLatency(overview.value);
@@ -335,10 +393,14 @@ async function refresh() {
 
 let timer = null;
 let busy = false;
+let rerun = false; // asked for while a refresh was in flight (a search typed): run again right after
 
 async function tick() {
   clearTimeout(timer);
-  if (busy) return;
+  if (busy) {
+    rerun = true;
+    return;
+  }
   busy = true;
   let again = true;
   try {
@@ -348,7 +410,9 @@ async function tick() {
   } finally {
     busy = false;
   }
-  if (again) timer = setTimeout(tick, REFRESH_MS);
+  const soon = rerun;
+  rerun = false;
+  if (again) timer = setTimeout(tick, soon ? 0 : REFRESH_MS);
 }
 
 windowSelect.addEventListener("change", tick);

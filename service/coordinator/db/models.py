@@ -29,7 +29,12 @@ class Base(DeclarativeBase):
 
 
 class TableRow(Base):
-    """A Paimon table the coordinator commits to; `latest_snapshot_id` is the commit point's pointer."""
+    """A Paimon table the coordinator commits to; `latest_snapshot_id` is the commit point's pointer.
+
+    The size columns describe the latest snapshot and move with the pointer in the same transaction
+    (domain.table_stats); NULL means not known yet (a row older than revision 0005, until the start-up
+    backfill reaches it).
+    """
 
     __tablename__ = "paimon_tables"
 
@@ -42,6 +47,19 @@ class TableRow(Base):
     schema_json: Mapped[str] = mapped_column(Text)
     latest_snapshot_id: Mapped[int] = mapped_column(BigInteger, default=0)
     created_at: Mapped[float] = mapped_column(Float)
+    total_record_count: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    """The latest snapshot's totalRecordCount."""
+    file_count: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    """Live data files at the latest snapshot."""
+    file_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    """Their total size."""
+    last_commit_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    """When the latest commit that moved the head was recorded (epoch seconds); None before the first."""
+
+    __table_args__ = (
+        # The table list pages by (database, name) and filters on them: keyset pagination on this index.
+        Index("ux_paimon_tables_database_name", "database", "name", unique=True),
+    )
 
 
 class SnapshotRow(Base):

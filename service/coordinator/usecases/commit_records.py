@@ -17,6 +17,7 @@ from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
 from coordinator.db.repositories import live_files as index
 from coordinator.domain.conflicts import Conflict
+from coordinator.domain.table_stats import FileDelta
 from coordinator.errors import CommitConflict, TableNotFound
 from coordinator.usecases import live_index
 from coordinator.usecases.commit_queue import PendingCommit
@@ -36,6 +37,9 @@ class TableChange:
     previous_id: int
     snapshots: list[SnapshotFile]
     history: list[repo.NewCommit]
+    file_delta: FileDelta
+    """What the snapshots' delta entries do to the live data files, all snapshots together."""
+    committed_at: float
     deltas: list[Delta] = field(default_factory=list)
     """Each new snapshot's delta entries: the live-file index advances by them."""
 
@@ -102,9 +106,7 @@ def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:
     with hold.fenced() as conn:
         for change in changes:
             table_id = change.table.id
-            if change.snapshots and not repo.advance_latest(
-                conn, table_id, change.previous_id, change.snapshots[-1].id
-            ):
+            if change.snapshots and not _advance(conn, change):
                 raise Conflict(
                     "LATEST_SNAPSHOT_MOVED",
                     "another commit moved the table while this one held the lock",
@@ -116,6 +118,22 @@ def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:
                 live_index.apply(conn, table_id, delta)
             if change.snapshots:
                 index.set_index_snapshot(conn, table_id, change.snapshots[-1].id)
+
+
+def _advance(conn: Connection, change: TableChange) -> bool:
+    """The head pointer moves, and the table's size with it (domain.table_stats), in one statement."""
+    last = change.snapshots[-1]
+    snapshot = last.snapshot if last.snapshot is not None else Snapshot.from_json(last.body)
+    return repo.advance_latest_with_stats(
+        conn,
+        change.table.id,
+        change.previous_id,
+        last.id,
+        total_record_count=snapshot.total_record_count,
+        files=change.file_delta.files,
+        size=change.file_delta.bytes,
+        at=change.committed_at,
+    )
 
 
 def refs(snapshots: Sequence[Snapshot]) -> list[SnapshotRef]:

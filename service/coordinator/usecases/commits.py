@@ -22,6 +22,7 @@ from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
 from coordinator.domain.committable import ResolvedCommittable, resolve_committable
 from coordinator.domain.conflicts import Conflict
+from coordinator.domain.table_stats import combined, file_delta
 from coordinator.errors import CommitConflict, InvalidRequest, LockUnavailable, TableNotFound
 from coordinator.observability.commit_events import CommitEvents, Outcome
 from coordinator.observability.metrics import Metrics
@@ -227,6 +228,8 @@ class Committer:
                     previous_id,
                     files,
                     [history_row(m, now) for m in result.committed],
+                    combined(file_delta(entries) for m in result.committed for _, entries in m.built()),
+                    now,
                     [built for m in result.committed for built in m.built()],
                 )
                 with timed_together(result.committed, "commitPoint"):

@@ -1,24 +1,31 @@
-"""The on-call overview: every table's size and commit outcomes, throughput, phase latency, conflicts."""
+"""The on-call overview: totals over every table, one page of tables with their size and commit outcomes,
+throughput, phase latency and the latest conflicts.
+
+Everything comes from the database: a table's size is what its latest commit point recorded
+(domain.table_stats), so no request reads storage, and the first call after a restart costs what every
+other call costs. The tables come one page at a time (as GET /tables pages them, with the same filters),
+so with 10,000 tables the answer stays small and its commit counts are counted for the page only; the
+totals still cover every table.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
 from coordinator.clock import Clock
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
-from coordinator.errors import SnapshotNotFound, TableNotFound
-from coordinator.usecases.reads import Reads
+from coordinator.usecases.tables import TableEntry, Tables
 from coordinator_client.models import (
     ConflictEventModel,
     MinuteCountModel,
     OverviewResponse,
     PhaseLatencyModel,
     TableStatsModel,
+    TableTotalsModel,
 )
 
 TIMINGS_READ_LIMIT = 20_000
@@ -28,42 +35,52 @@ stable p95, and a bound on what one dashboard refresh reads from a busy history.
 LATEST_CONFLICTS = 20
 
 
-@dataclass(frozen=True)
-class _TableSize:
-    total_record_count: int
-    file_count: int
-    file_bytes: int
-
-
-_EMPTY = _TableSize(0, 0, 0)
-
-
 class Overview:
-    """Builds OverviewResponse; keep one per service, as it caches what it read from storage."""
+    """Builds OverviewResponse from the database alone."""
 
-    def __init__(self, engine: Engine, reads: Reads, clock: Clock) -> None:
+    def __init__(self, engine: Engine, tables: Tables, clock: Clock) -> None:
         self._engine = engine
-        self._reads = reads
+        self._tables = tables
         self._clock = clock
-        # Table sizes by (table uuid, snapshot id): a snapshot never changes, and listing its live files
-        # reads every manifest, too much for a page that refreshes every few seconds. The uuid tells a
-        # re-created table from the one it replaced.
-        self._sizes: dict[tuple[str, int], _TableSize] = {}
 
-    def overview(self, window_minutes: int) -> OverviewResponse:
+    def overview(
+        self,
+        window_minutes: int,
+        *,
+        limit: int,
+        page_token: str | None = None,
+        database: str | None = None,
+        name_prefix: str | None = None,
+    ) -> OverviewResponse:
+        """Raises:
+        InvalidRequest: a bad page token.
+        """
         now = self._clock.now()
         this_minute = math.floor(now / 60) * 60
         since = this_minute - (window_minutes - 1) * 60
+        page = self._tables.page(
+            limit=limit, page_token=page_token, database=database, name_prefix=name_prefix
+        )
+        ids = [e.id for e in page.entries]
         with read_only(self._engine) as conn:
-            counts = repo.table_commit_counts(conn)
-            by_type = repo.rejections_by_type(conn)
+            totals = repo.table_totals(conn)
+            counts = repo.table_commit_counts(conn, ids)
+            by_type = repo.rejections_by_type(conn, ids)
             per_minute = repo.commit_counts_per_minute(conn, since)
             timings = repo.committed_timings(conn, since, TIMINGS_READ_LIMIT)
             rejections = repo.latest_rejections(conn, LATEST_CONFLICTS)
         return OverviewResponse(
             now=now,
             window_minutes=window_minutes,
-            tables=self._tables(counts, by_type),
+            totals=TableTotalsModel(
+                tables=totals.tables,
+                unknown=totals.unknown,
+                total_record_count=totals.total_record_count,
+                file_count=totals.file_count,
+                file_bytes=totals.file_bytes,
+            ),
+            tables=[_table_stats(e, counts.get(e.id), by_type.get(e.id, {})) for e in page.entries],
+            next_page_token=page.next_page_token,
             commits_per_minute=_per_minute(per_minute, since, window_minutes),
             phase_latency_ms=_latencies(timings),
             conflicts=[
@@ -79,39 +96,21 @@ class Overview:
             ],
         )
 
-    def _tables(
-        self, counts: list[repo.TableCommitCounts], by_type: dict[str, dict[str, int]]
-    ) -> list[TableStatsModel]:
-        sizes: dict[tuple[str, int], _TableSize] = {}
-        stats = []
-        for t in counts:
-            key = (t.uuid, t.latest_snapshot_id)
-            try:
-                sizes[key] = self._sizes.get(key) or self._size(t.table_id, t.latest_snapshot_id)
-            except (TableNotFound, SnapshotNotFound):
-                continue  # dropped or rolled back since the query: the next refresh shows it as it is now
-            stats.append(
-                TableStatsModel(
-                    table_id=t.table_id,
-                    latest_snapshot_id=t.latest_snapshot_id,
-                    total_record_count=sizes[key].total_record_count,
-                    file_count=sizes[key].file_count,
-                    file_bytes=sizes[key].file_bytes,
-                    committed=t.committed,
-                    rejected=t.rejected,
-                    conflicts=by_type.get(t.table_id, {}),
-                    last_commit_at=t.last_commit_at,
-                )
-            )
-        self._sizes = sizes  # only the tables' current snapshots stay cached
-        return stats
 
-    def _size(self, table_id: str, snapshot_id: int) -> _TableSize:
-        if snapshot_id == 0:
-            return _EMPTY
-        snapshot, entries = self._reads.live_entries(table_id, snapshot_id)
-        assert snapshot is not None  # asked for a snapshot by id
-        return _TableSize(snapshot.total_record_count, len(entries), sum(e.file.file_size for e in entries))
+def _table_stats(
+    entry: TableEntry, counts: repo.TableCommitCounts | None, conflicts: dict[str, int]
+) -> TableStatsModel:
+    return TableStatsModel(
+        table_id=entry.id,
+        latest_snapshot_id=entry.latest_snapshot_id,
+        total_record_count=entry.stats.total_record_count,
+        file_count=entry.stats.file_count,
+        file_bytes=entry.stats.file_bytes,
+        committed=counts.committed if counts else 0,
+        rejected=counts.rejected if counts else 0,
+        conflicts=conflicts,
+        last_commit_at=entry.last_commit_at,
+    )
 
 
 def _per_minute(

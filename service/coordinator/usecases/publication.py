@@ -3,7 +3,8 @@
 `snapshot-N` is created if absent, never overwritten, then the LATEST hint moves. A crash between the
 commit point and publication is rolled forward by the next commit's catch-up or at start-up, from the
 text the database recorded. A `snapshot-N+1` that a writer outside the coordinator published is adopted:
-the table's head moves to it, it is never overwritten.
+the table's head moves to it, it is never overwritten, and the table's recorded size moves by its delta
+manifest list (the only manifests read for it).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from coordinator.usecases.live_index import LiveIndex
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.table_hold import TableHolds
 from coordinator.usecases.table_state import SnapshotLoader, TableState, TableStates
+from coordinator.usecases.table_stats import delta_on_storage
 from coordinator.usecases.tables import Table, Tables
 from coordinator_client.format.snapshot import LATEST, format_hint
 
@@ -104,8 +106,20 @@ class Publication:
     def _adopt_outside_snapshots(self, table: Table, latest: int) -> int:
         while self._fileio.exists(table.layout.snapshot(latest + 1)):
             adopted = SnapshotFile.read(self._fileio.read(table.layout.snapshot(latest + 1)).decode())
+            snapshot = adopted.snapshot
+            assert snapshot is not None  # read from its text
+            delta = delta_on_storage(self._fileio, table, snapshot)  # bounded by the delta
             with self._engine.begin() as conn:
-                if not repo.advance_latest(conn, table.id, latest, adopted.id):
+                if not repo.advance_latest_with_stats(
+                    conn,
+                    table.id,
+                    latest,
+                    adopted.id,
+                    total_record_count=snapshot.total_record_count,
+                    files=delta.files,
+                    size=delta.bytes,
+                    at=snapshot.time_millis / 1000,
+                ):
                     break
                 repo.insert_snapshots(conn, table.id, [adopted.row(published=True)])
             log.info("adopted snapshot %d of %s written outside the coordinator", adopted.id, table.id)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import threading
 import uuid
 from dataclasses import dataclass
@@ -11,13 +13,16 @@ from sqlalchemy.exc import IntegrityError
 
 from coordinator.clock import Clock
 from coordinator.db import repositories as repo
+from coordinator.db.models import TableRow
 from coordinator.domain.retention import Retention
 from coordinator.domain.table_schema import TableShape
+from coordinator.domain.table_stats import TableStats
 from coordinator.errors import InvalidRequest, TableAlreadyExists, TableNotFound
 from coordinator.storage.fileio import FileIO
 from coordinator.storage.layout import TableLayout
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.snapshots_on_storage import find_latest_snapshot_id, latest_schema_id
+from coordinator.usecases.table_stats import stats_on_storage
 from coordinator_client.format.location import local_path
 from coordinator_client.format.schema import SchemaField, TableSchema
 from coordinator_client.format.types import parse_type
@@ -89,14 +94,39 @@ class Tables:
             self._cache.pop(table_id, None)
         return self.get(table_id)
 
-    def list(self) -> list[tuple[Table, int]]:
-        """Every table with its latest snapshot id."""
+    def page(
+        self,
+        *,
+        limit: int,
+        page_token: str | None = None,
+        database: str | None = None,
+        name_prefix: str | None = None,
+    ) -> TablePage:
+        """One page of tables in (database, name) order, from the database alone (sizes included).
+
+        Raises:
+            InvalidRequest: a page token this service did not give out.
+        """
+        after = decode_page_token(page_token) if page_token else None
         with self._engine.connect() as conn:
-            rows = repo.list_tables(conn)
-        return [
-            (self._table(r.id, r.database, r.name, r.uuid, r.location, r.schema_json), r.latest_snapshot_id)
-            for r in rows
-        ]
+            rows = repo.list_tables(
+                conn, limit=limit + 1, after=after, database=database, name_prefix=name_prefix
+            )
+        entries = [_entry(r) for r in rows[:limit]]
+        more = len(rows) > limit
+        return TablePage(entries, encode_page_token(entries[-1]) if more else None)
+
+    def entry(self, table_id: str) -> TableEntry:
+        """One table as listed: its row with its size.
+
+        Raises:
+            TableNotFound: no such table.
+        """
+        with self._engine.connect() as conn:
+            row = repo.get_table(conn, table_id)
+        if row is None:
+            raise TableNotFound(f"table {table_id} does not exist")
+        return _entry(row)
 
     def latest_snapshot_id(self, table_id: str) -> int:
         with self._engine.connect() as conn:
@@ -163,8 +193,17 @@ class Tables:
         table = self._insert(table_id, request, str(uuid.uuid4()), location, schema, latest=latest)
         if latest:
             found = SnapshotFile.read(self._fileio.read(layout.snapshot(latest)).decode())
+            # Registration reads the table once, so that no request has to later.
+            stats = stats_on_storage(self._fileio, table, found.snapshot)
             with self._engine.begin() as conn:
                 repo.insert_snapshots(conn, table_id, [found.row(published=True)])
+                repo.set_stats(
+                    conn,
+                    table_id,
+                    total_record_count=stats.total_record_count,
+                    file_count=stats.file_count,
+                    file_bytes=stats.file_bytes,
+                )
         return table
 
     def _insert(
@@ -191,6 +230,8 @@ class Tables:
                         "schema_json": schema.to_json(),
                         "latest_snapshot_id": latest,
                         "created_at": self._clock.now(),
+                        # A registered table's size is set from its files right after (_register).
+                        **({} if latest else {"total_record_count": 0, "file_count": 0, "file_bytes": 0}),
                     },
                 )
         except IntegrityError:
@@ -202,6 +243,61 @@ class Tables:
     ) -> Table:
         shape = TableShape.of(TableSchema.from_json(schema_json))
         return Table(table_id, database, name, table_uuid, location, shape, TableLayout(location))
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    """A table as the table list and the overview show it: its row, its schema and its recorded size."""
+
+    id: str
+    database: str
+    name: str
+    uuid: str
+    location: str
+    schema: TableSchema
+    latest_snapshot_id: int
+    stats: TableStats
+    last_commit_at: float | None
+
+
+@dataclass(frozen=True)
+class TablePage:
+    entries: list[TableEntry]
+    next_page_token: str | None
+
+
+def _entry(row: TableRow) -> TableEntry:
+    return TableEntry(
+        row.id,
+        row.database,
+        row.name,
+        row.uuid,
+        row.location,
+        TableSchema.from_json(row.schema_json),
+        row.latest_snapshot_id,
+        TableStats(row.total_record_count, row.file_count, row.file_bytes),
+        row.last_commit_at,
+    )
+
+
+def encode_page_token(last: TableEntry) -> str:
+    """Opaque to clients: where the next page starts, (database, name) of the last table listed."""
+    raw = json.dumps([last.database, last.name], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_page_token(token: str) -> tuple[str, str]:
+    """Raises:
+    InvalidRequest: naming page_token, when the token is not one `encode_page_token` made.
+    """
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        database, name = json.loads(raw)
+    except (ValueError, TypeError):
+        raise InvalidRequest("not a page token of this service", field="page_token") from None
+    if not isinstance(database, str) or not isinstance(name, str):
+        raise InvalidRequest("not a page token of this service", field="page_token")
+    return database, name
 
 
 def build_schema(request: CreateTableRequest, *, now_millis: int) -> TableSchema:

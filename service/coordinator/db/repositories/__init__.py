@@ -48,7 +48,9 @@ from coordinator.db.repositories.snapshots import (
 )
 from coordinator.db.repositories.tables import (
     GroupContext,
+    TableTotals,
     advance_latest,
+    advance_latest_with_stats,
     delete_table,
     get_table,
     group_context,
@@ -56,6 +58,9 @@ from coordinator.db.repositories.tables import (
     latest_snapshot_id,
     list_tables,
     set_latest,
+    set_stats,
+    table_totals,
+    tables_without_stats,
     update_schema,
 )
 
@@ -65,7 +70,9 @@ __all__ = [
     "StoredCommit",
     "StoredSnapshot",
     "TableCommitCounts",
+    "TableTotals",
     "advance_latest",
+    "advance_latest_with_stats",
     "commit_counts_per_minute",
     "committed_timings",
     "delete_snapshots",
@@ -95,8 +102,11 @@ __all__ = [
     "rejections_by_type",
     "revoke_token",
     "set_latest",
+    "set_stats",
     "table_commit_counts",
+    "table_totals",
     "tables_with_unpublished",
+    "tables_without_stats",
     "unpublished_snapshots",
     "update_commit_timings",
     "update_schema",

@@ -2,57 +2,48 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Integer, and_, case, cast, func, select
+from sqlalchemy import Connection, Integer, case, cast, func, select
 
-from coordinator.db.models import CommitRow, TableRow
+from coordinator.db.models import CommitRow
 from coordinator.db.repositories.commits import StoredCommit, stored_commit
 
 
 @dataclass(frozen=True)
 class TableCommitCounts:
-    """A table's pointer and the outcomes of its commit attempts so far (maintenance rows not counted)."""
+    """The outcomes of a table's commit attempts so far (maintenance rows not counted)."""
 
-    table_id: str
-    uuid: str
-    latest_snapshot_id: int
     committed: int
     rejected: int
-    last_commit_at: float | None
-    """When its latest committed commit was recorded."""
 
 
-def table_commit_counts(conn: Connection) -> list[TableCommitCounts]:
-    commits = CommitRow.__table__
-    attempts = and_(commits.c.table_id == TableRow.id, commits.c.action == "commit")
-    committed = commits.c.outcome == "committed"
+def table_commit_counts(conn: Connection, table_ids: Sequence[str]) -> dict[str, TableCommitCounts]:
+    """The commit outcomes of these tables (one page of them), counted by the database."""
+    if not table_ids:
+        return {}
+    committed = CommitRow.outcome == "committed"
     rows = conn.execute(
         select(
-            TableRow.id,
-            TableRow.uuid,
-            TableRow.latest_snapshot_id,
+            CommitRow.table_id,
             func.count(case((committed, 1))),
-            func.count(case((commits.c.outcome == "rejected", 1))),
-            func.max(case((committed, commits.c.created_at))),
+            func.count(case((CommitRow.outcome == "rejected", 1))),
         )
-        .select_from(TableRow.__table__.outerjoin(commits, attempts))
-        .group_by(TableRow.id, TableRow.uuid, TableRow.latest_snapshot_id)
-        .order_by(TableRow.id)
+        .where(CommitRow.table_id.in_(table_ids), CommitRow.action == "commit")
+        .group_by(CommitRow.table_id)
     ).all()
-    return [
-        TableCommitCounts(r[0], r[1], int(r[2]), int(r[3]), int(r[4]), None if r[5] is None else float(r[5]))
-        for r in rows
-    ]
+    return {r[0]: TableCommitCounts(int(r[1]), int(r[2])) for r in rows}
 
 
-def rejections_by_type(conn: Connection) -> dict[str, dict[str, int]]:
-    """Rejected commit attempts by table, then by conflict type."""
-    kinds = (
-        select(CommitRow.table_id, CommitRow.conflict["type"].as_string().label("type"))
-        .where(CommitRow.action == "commit", CommitRow.outcome == "rejected")
-        .subquery()
+def rejections_by_type(conn: Connection, table_ids: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
+    """Rejected commit attempts by table (of these tables, or all), then by conflict type."""
+    rejected = select(CommitRow.table_id, CommitRow.conflict["type"].as_string().label("type")).where(
+        CommitRow.action == "commit", CommitRow.outcome == "rejected"
     )
+    if table_ids is not None:
+        rejected = rejected.where(CommitRow.table_id.in_(table_ids))
+    kinds = rejected.subquery()
     # Grouped outside the subquery: PostgreSQL would not match a GROUP BY on an expression whose JSON key
     # is a bound parameter to the same expression in the select list.
     rows = conn.execute(

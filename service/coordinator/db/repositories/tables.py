@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, tuple_, update
+from sqlalchemy import Connection, and_, bindparam, case, delete, func, insert, or_, select, tuple_, update
 
 from coordinator.db.models import CommitRow, LiveFileRow, LiveIndexRow, SnapshotRow, TableRow
 from coordinator.db.repositories._rows import first
@@ -17,9 +17,121 @@ def get_table(conn: Connection, table_id: str) -> TableRow | None:
     return TableRow(**row) if row is not None else None
 
 
-def list_tables(conn: Connection) -> list[TableRow]:
-    rows = conn.execute(select(TableRow.__table__).order_by(TableRow.id)).mappings().all()
-    return [TableRow(**r) for r in rows]
+def list_tables(
+    conn: Connection,
+    *,
+    limit: int,
+    after: tuple[str, str] | None = None,
+    database: str | None = None,
+    name_prefix: str | None = None,
+) -> list[TableRow]:
+    """At most `limit` tables in (database, name) order, those after `after` (keyset pagination on
+    ux_paimon_tables_database_name, never OFFSET), of one database and with a name prefix if given."""
+    query = select(TableRow.__table__)
+    if after is not None:
+        query = query.where(tuple_(TableRow.database, TableRow.name) > tuple_(*after))
+    if database is not None:
+        query = query.where(TableRow.database == database)
+    if name_prefix:
+        query = query.where(TableRow.name.like(_like_prefix(name_prefix), escape="\\"))
+    query = query.order_by(TableRow.database, TableRow.name).limit(limit)
+    return [TableRow(**r) for r in conn.execute(query).mappings().all()]
+
+
+def _like_prefix(prefix: str) -> str:
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"{escaped}%"
+
+
+@dataclass(frozen=True)
+class TableTotals:
+    """Every table's size summed: the sums cover the tables whose size is known."""
+
+    tables: int
+    unknown: int
+    total_record_count: int
+    file_count: int
+    file_bytes: int
+
+
+def table_totals(conn: Connection) -> TableTotals:
+    row = conn.execute(
+        select(
+            func.count(),
+            func.count(case((TableRow.file_count.is_(None), 1))),
+            func.coalesce(func.sum(TableRow.total_record_count), 0),
+            func.coalesce(func.sum(TableRow.file_count), 0),
+            func.coalesce(func.sum(TableRow.file_bytes), 0),
+        )
+    ).one()
+    return TableTotals(*(int(v) for v in row))
+
+
+_ADVANCE_WITH_STATS = (
+    update(TableRow)
+    .where(TableRow.id == bindparam("b_table"), TableRow.latest_snapshot_id == bindparam("b_expected"))
+    .values(
+        latest_snapshot_id=bindparam("b_new"),
+        total_record_count=bindparam("b_records"),
+        file_count=TableRow.file_count + bindparam("b_files"),
+        file_bytes=TableRow.file_bytes + bindparam("b_bytes"),
+        last_commit_at=bindparam("b_at"),
+    )
+)
+
+
+def advance_latest_with_stats(
+    conn: Connection,
+    table_id: str,
+    expected: int,
+    new: int,
+    *,
+    total_record_count: int,
+    files: int,
+    size: int,
+    at: float,
+) -> bool:
+    """`advance_latest`, and in the same statement the table's size: the new head's record count, the
+    live files moved by `files` and their bytes by `size` (an unknown count, NULL, stays unknown), and
+    the time of the commit. False when someone else moved the pointer (nothing changes then)."""
+    params = {
+        "b_table": table_id,
+        "b_expected": expected,
+        "b_new": new,
+        "b_records": total_record_count,
+        "b_files": files,
+        "b_bytes": size,
+        "b_at": at,
+    }
+    return bool(conn.execute(_ADVANCE_WITH_STATS, params).rowcount == 1)
+
+
+def set_stats(
+    conn: Connection,
+    table_id: str,
+    *,
+    total_record_count: int | None,
+    file_count: int | None,
+    file_bytes: int | None,
+    at_snapshot: int | None = None,
+) -> bool:
+    """Write a size computed from a whole snapshot (registration, rollback, the backfill); with
+    `at_snapshot`, only while that snapshot is still the head. False when nothing was written."""
+    query = update(TableRow).where(TableRow.id == table_id)
+    if at_snapshot is not None:
+        query = query.where(TableRow.latest_snapshot_id == at_snapshot)
+    values = {"total_record_count": total_record_count, "file_count": file_count, "file_bytes": file_bytes}
+    return bool(conn.execute(query.values(**values)).rowcount == 1)
+
+
+def tables_without_stats(conn: Connection) -> list[tuple[str, int]]:
+    """(table id, latest snapshot id) of the tables whose size is not known."""
+    rows = conn.execute(
+        select(TableRow.id, TableRow.latest_snapshot_id)
+        .where(or_(TableRow.file_count.is_(None), TableRow.file_bytes.is_(None)))
+        .order_by(TableRow.id)
+    ).all()
+    return [(r[0], int(r[1])) for r in rows]
 
 
 def insert_table(conn: Connection, row: dict[str, object]) -> None:

@@ -11,6 +11,7 @@ from coordinator.usecases.commits import Committer
 from coordinator.usecases.maintenance.expiration import Expiration
 from coordinator.usecases.maintenance.table_actions import Deleted, TableActions
 from coordinator.usecases.snapshot_file import SnapshotFile
+from coordinator.usecases.table_stats import stats_on_storage
 from coordinator_client.format.manifest import FileKind
 from coordinator_client.format.snapshot import EARLIEST, LATEST, format_hint
 from coordinator_client.models import RollbackRequest, RollbackResponse
@@ -70,6 +71,9 @@ class Rollback:
                 keep,
             )
 
+            # The target's size, from its live files (maintenance may read storage; requests never do).
+            stats = stats_on_storage(fileio, table, target)
+
             # Storage first, newest first: a reader never sees a gap, and a crash before the database
             # moves leaves the table as it was, minus snapshots the next rollback removes again.
             if not fileio.exists(table.layout.snapshot(target.id)):
@@ -91,6 +95,13 @@ class Rollback:
             }
             with actions.recorded(hold, table, actor=actor, action="rollback", details=details) as conn:
                 repo.set_latest(conn, table.id, target.id)
+                repo.set_stats(
+                    conn,
+                    table.id,
+                    total_record_count=stats.total_record_count,
+                    file_count=stats.file_count,
+                    file_bytes=stats.file_bytes,
+                )
                 # The index only moves forward by deltas: the next commit indexes the target afresh.
                 index.reset_index(conn, table.id)
                 repo.delete_snapshots(conn, table.id, above=target.id)
