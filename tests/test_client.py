@@ -584,9 +584,9 @@ async def test_transport_error_wraps_httpx(mode: str) -> None:
 
 @pytest.mark.anyio
 async def test_requests_are_built_as_the_api_expects(mode: str) -> None:
-    files: dict[str, Any] = {"snapshotId": None, "files": []}
+    files = b'{"snapshotId": null}\n{"fileCount": 0}\n'  # the scan plan as JSON lines
     network = Network(
-        httpx.Response(200, json=files),
+        httpx.Response(200, content=files, headers={"Content-Type": "application/x-ndjson"}),
         httpx.Response(200, json={"snapshots": []}),
         httpx.Response(204),
         _outcome("unknown"),
@@ -596,6 +596,7 @@ async def test_requests_are_built_as_the_api_expects(mode: str) -> None:
     await _call(mode, network, "drop_table", "db.t", purge=False)
     await _call(mode, network, "commit_outcome", "db.t", "a user/1", 7)
     files_request, snapshots_request, drop_request, outcome_request = network.requests
+    assert files_request.headers["accept"] == "application/x-ndjson"
     assert dict(files_request.url.params) == {
         "snapshot": "3",
         "partition": json.dumps({"dt": DT}).replace(" ", ""),
