@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import StreamingResponse
+from pydantic import BaseModel
 
 from coordinator.api.auth import reader
 from coordinator.api.deps import ServicesDep
@@ -15,6 +16,8 @@ from coordinator.errors import InvalidRequest, SnapshotNotFound, TableNotFound
 from coordinator.usecases.reads import snapshot_model
 from coordinator_client.models import (
     FileListResponse,
+    ScanPlanEnd,
+    ScanPlanHeader,
     SequenceNumbersResponse,
     SnapshotListResponse,
     SnapshotModel,
@@ -46,6 +49,14 @@ def get_snapshot(table_id: str, snapshot_id: int, services: ServicesDep) -> Snap
     return snapshot_model(services.reads.snapshot(table_id, snapshot_id))
 
 
+def _inline_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's schema for a content type FastAPI does not register models for; what it refers to
+    (LiveFileModel, ErrorResponse) is in the document's components through other routes."""
+    schema = model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
+    schema.pop("$defs", None)
+    return schema
+
+
 _FILES_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "The JSON document (FileListResponse) by default; JSON lines with "
@@ -55,9 +66,9 @@ _FILES_RESPONSES: dict[int | str, dict[str, Any]] = {
             JSON_LINES: {
                 "schema": {
                     "oneOf": [
-                        {"$ref": "#/components/schemas/ScanPlanHeader"},
+                        _inline_schema(ScanPlanHeader),
                         {"$ref": "#/components/schemas/LiveFileModel"},
-                        {"$ref": "#/components/schemas/ScanPlanEnd"},
+                        _inline_schema(ScanPlanEnd),
                     ]
                 }
             }
