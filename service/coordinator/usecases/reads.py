@@ -65,15 +65,15 @@ class Reads:
     ) -> tuple[Snapshot | None, list[ManifestEntry]]:
         """The live files at a snapshot (the latest by default) as manifest entries; none before the first.
 
-        It holds every entry of the snapshot: the scan plan (`files`) streams instead.
-
         Raises:
             TableNotFound, SnapshotNotFound.
         """
         table = self._tables.get(table_id)
-        snapshot = self._snapshot_or_none(table_id, snapshot_id)
-        if snapshot is None:
-            return None, []
+        if snapshot_id is None:
+            snapshot_id = self._tables.latest_snapshot_id(table_id)
+            if snapshot_id == 0:
+                return None, []
+        snapshot = self.snapshot(table_id, snapshot_id)
         return snapshot, ManifestStore.for_table(self._fileio, table).scan(snapshot)
 
     def files(self, table_id: str, snapshot_id: int | None, partition: str | None) -> ScanPlan:
