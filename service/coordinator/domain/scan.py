@@ -7,7 +7,8 @@ that a later DELETE with the same identifier cancels (Paimon's FileEntry.mergeEn
 first (they sit in the few manifests with `num_deleted_files > 0`) with their position in the read order,
 and the ADD entries are then streamed one manifest at a time: an ADD is live unless a DELETE of the same
 file comes after it. For the same reason a file deleted and added again (an ADD after its DELETE) stays
-live, as in `merge_entries`.
+live, as in `merge_entries`. One case differs: a file ADDed twice with no DELETE between (which the
+commit path refuses as DUPLICATE_FILE, and Paimon's own merge rejects) would be listed twice here.
 
 Manifests are pruned with the manifest list's partition statistics (min, max and null count of each
 partition field): a manifest whose statistics exclude the requested value is never read. Statistics
