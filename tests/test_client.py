@@ -44,6 +44,7 @@ from coordinator_client import (
     NotFound,
     ServerError,
     ServiceUnavailable,
+    StreamCutOff,
     TransportError,
     Unauthorized,
 )
@@ -584,9 +585,9 @@ async def test_transport_error_wraps_httpx(mode: str) -> None:
 
 @pytest.mark.anyio
 async def test_requests_are_built_as_the_api_expects(mode: str) -> None:
-    files: dict[str, Any] = {"snapshotId": None, "files": []}
+    files = b'{"snapshotId": null}\n{"fileCount": 0}\n'  # the scan plan as JSON lines
     network = Network(
-        httpx.Response(200, json=files),
+        httpx.Response(200, content=files, headers={"Content-Type": "application/x-ndjson"}),
         httpx.Response(200, json={"snapshots": []}),
         httpx.Response(204),
         _outcome("unknown"),
@@ -596,6 +597,7 @@ async def test_requests_are_built_as_the_api_expects(mode: str) -> None:
     await _call(mode, network, "drop_table", "db.t", purge=False)
     await _call(mode, network, "commit_outcome", "db.t", "a user/1", 7)
     files_request, snapshots_request, drop_request, outcome_request = network.requests
+    assert files_request.headers["accept"] == "application/x-ndjson"
     assert dict(files_request.url.params) == {
         "snapshot": "3",
         "partition": json.dumps({"dt": DT}).replace(" ", ""),
@@ -603,6 +605,54 @@ async def test_requests_are_built_as_the_api_expects(mode: str) -> None:
     assert dict(snapshots_request.url.params) == {"limit": "10", "before": "4"}
     assert (drop_request.method, dict(drop_request.url.params)) == ("DELETE", {"purge": "false"})
     assert outcome_request.url.raw_path == b"/tables/db.t/commits/a%20user%2F1/7"
+
+
+def _lines(*lines: object) -> httpx.Response:
+    """A scan plan answered as JSON lines."""
+    body = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    return httpx.Response(200, content=body, headers={"Content-Type": "application/x-ndjson"})
+
+
+def _live(name: str) -> dict[str, Any]:
+    return {
+        "partition": {"dt": DT},
+        "bucket": 0,
+        "totalBuckets": 1,
+        "path": f"/w/db.db/t/dt={DT}/bucket-0/{name}",
+        "fileName": name,
+        "fileSize": 10,
+        "rowCount": 1,
+        "level": 0,
+        "minKey": [],
+        "maxKey": [],
+        "minSequenceNumber": 0,
+        "maxSequenceNumber": 0,
+    }
+
+
+@pytest.mark.anyio
+async def test_a_streamed_scan_plan_counts_only_when_it_arrives_whole(mode: str) -> None:
+    whole = _lines({"snapshotId": 4}, _live("a"), _live("b"), {"fileCount": 2})
+    plan = await _call(mode, Network(whole), "live_files", "db.t")
+    assert (plan.snapshot_id, [f.file_name for f in plan.files]) == (4, ["a", "b"])
+    cut_off = [
+        [],  # not even the header
+        [{"snapshotId": 4}],  # no last line
+        [{"snapshotId": 4}, _live("a")],  # a file where the last line should be
+        [{"snapshotId": 4}, _live("a"), {"fileCount": 2}],  # a file lost on the way
+    ]
+    for lines in cut_off:
+        with pytest.raises(StreamCutOff):
+            await _call(mode, Network(_lines(*lines)), "live_files", "db.t")
+    expired = {"code": "SNAPSHOT_NOT_FOUND", "message": "snapshot 4 expired"}
+    failed = _lines({"snapshotId": 4}, _live("a"), {"fileCount": 1, "error": expired, "status": 404})
+    with pytest.raises(NotFound, match="expired"):
+        await _call(mode, Network(failed), "live_files", "db.t")
+    busy_then_empty = Network(_busy("0"), _lines({"snapshotId": None}, {"fileCount": 0}))
+    assert (await _call(mode, busy_then_empty, "live_files", "db.t")).files == []
+    assert len(busy_then_empty.requests) == 2  # a 503 before the stream is retried like any read
+    with pytest.raises(NotFound):  # an error answer of a streamed request is read and mapped as usual
+        await _call(mode, Network(_error(404, "TABLE_NOT_FOUND")), "live_files", "db.t")
 
 
 # ---------------------------------------------------------------- the package

@@ -5,6 +5,7 @@ return (with the Literal types of its fields), and every error they raise. The P
 coordinator_client.format, the Spark pipeline in coordinator_client.spark.
 """
 
+from coordinator_client._scan import AsyncScanPlanStream, ScanPlanStream
 from coordinator_client.client import AsyncCoordinatorClient, CoordinatorClient
 from coordinator_client.errors import (
     ApiError,
@@ -16,6 +17,7 @@ from coordinator_client.errors import (
     NotFound,
     ServerError,
     ServiceUnavailable,
+    StreamCutOff,
     TransportError,
     Unauthorized,
     WriteAborted,
@@ -65,6 +67,8 @@ from coordinator_client.models import (
     ReleaseLockResponse,
     RollbackRequest,
     RollbackResponse,
+    ScanPlanEnd,
+    ScanPlanHeader,
     SchemaFieldModel,
     SchemaModel,
     SequenceNumbersResponse,
@@ -86,6 +90,7 @@ __all__ = [
     "BATCH_IDENTIFIER",
     "ApiError",
     "AsyncCoordinatorClient",
+    "AsyncScanPlanStream",
     "AuditEntryModel",
     "AuditListResponse",
     "BadRequest",
@@ -136,6 +141,9 @@ __all__ = [
     "ReleaseLockResponse",
     "RollbackRequest",
     "RollbackResponse",
+    "ScanPlanEnd",
+    "ScanPlanHeader",
+    "ScanPlanStream",
     "SchemaFieldModel",
     "SchemaModel",
     "SequenceNumbersResponse",
@@ -146,6 +154,7 @@ __all__ = [
     "SnapshotListResponse",
     "SnapshotModel",
     "SnapshotRef",
+    "StreamCutOff",
     "TableListResponse",
     "TableResponse",
     "TableStatsModel",

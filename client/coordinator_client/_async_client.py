@@ -10,6 +10,7 @@ import anyio
 import httpx
 
 from coordinator_client._flows import Api, Flow, Pause, build_request, request_headers
+from coordinator_client._scan import AsyncScanPlanStream
 from coordinator_client.errors import TransportError
 from coordinator_client.models import (
     AuditListResponse,
@@ -80,7 +81,9 @@ class AsyncCoordinatorClient:
                 continue
             request = build_request(self._http, step)
             try:
-                reply = await self._http.send(request)
+                reply = await self._http.send(request, stream=step.stream)
+                if step.stream and not reply.is_success:
+                    await reply.aread()  # an error answer is small, and its flow reads it
             except httpx.TransportError as error:
                 failure = TransportError.wrap(error, method=request.method, url=str(request.url))
 
@@ -166,7 +169,17 @@ class AsyncCoordinatorClient:
     async def live_files(
         self, table_id: str, snapshot: int | None = None, partition: Mapping[str, Any] | None = None
     ) -> FileListResponse:
-        return await self._run(self._api.live_files(table_id, snapshot, partition))
+        """See CoordinatorClient.live_files."""
+        async with await self.scan_plan(table_id, snapshot, partition) as plan:
+            return FileListResponse(snapshot_id=plan.snapshot_id, files=[f async for f in plan])
+
+    async def scan_plan(
+        self, table_id: str, snapshot: int | None = None, partition: Mapping[str, Any] | None = None
+    ) -> AsyncScanPlanStream:
+        """See CoordinatorClient.scan_plan: `async with await client.scan_plan(...) as plan`, `async for`."""
+        return await AsyncScanPlanStream.open(
+            await self._run(self._api.scan_plan(table_id, snapshot, partition))
+        )
 
     async def sequence_numbers(
         self, table_id: str, partition: Mapping[str, Any] | None = None

@@ -40,6 +40,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
+from coordinator_client._scan import JSON_LINES
 from coordinator_client.errors import (
     ApiError,
     CommitStateUnknown,
@@ -109,6 +110,8 @@ class Send:
     params: Mapping[str, str | int] | None = None
     body: bytes | None = None
     headers: Mapping[str, str] | None = None
+    stream: bool = False
+    """Hand back a 2xx answer unread, its body to be streamed (an error answer is read all the same)."""
 
 
 @dataclass(frozen=True)
@@ -314,6 +317,19 @@ class Api:
             params["partition"] = json.dumps(dict(partition), separators=(",", ":"))
         send = Send("GET", _path("tables", table_id, "files"), params=params)
         return (yield from self.call(send, FileListResponse))
+
+    def scan_plan(
+        self, table_id: str, snapshot: int | None, partition: Mapping[str, Any] | None
+    ) -> Flow[httpx.Response]:
+        """The scan plan as JSON lines: the answer comes back open, for a ScanPlanStream to read."""
+        params: dict[str, str | int] = {}
+        if snapshot is not None:
+            params["snapshot"] = snapshot
+        if partition is not None:
+            params["partition"] = json.dumps(dict(partition), separators=(",", ":"))
+        path = _path("tables", table_id, "files")
+        send = Send("GET", path, params=params, headers={"Accept": JSON_LINES}, stream=True)
+        return (yield from self.exchange(send))
 
     def sequence_numbers(
         self, table_id: str, partition: Mapping[str, Any] | None

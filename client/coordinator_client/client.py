@@ -17,6 +17,7 @@ import httpx
 
 from coordinator_client._async_client import AsyncCoordinatorClient
 from coordinator_client._flows import Api, Flow, Pause, build_request, request_headers
+from coordinator_client._scan import ScanPlanStream
 from coordinator_client.errors import TransportError
 from coordinator_client.models import (
     AuditListResponse,
@@ -94,7 +95,9 @@ class CoordinatorClient:
                 continue
             request = build_request(self._http, step)
             try:
-                reply = self._http.send(request)
+                reply = self._http.send(request, stream=step.stream)
+                if step.stream and not reply.is_success:
+                    reply.read()  # an error answer is small, and its flow reads it
             except httpx.TransportError as error:
                 failure = TransportError.wrap(error, method=request.method, url=str(request.url))
 
@@ -193,8 +196,27 @@ class CoordinatorClient:
     def live_files(
         self, table_id: str, snapshot: int | None = None, partition: Mapping[str, Any] | None = None
     ) -> FileListResponse:
-        """The live data files at `snapshot` (the latest by default), optionally of one partition."""
-        return self._run(self._api.live_files(table_id, snapshot, partition))
+        """The live data files at `snapshot` (the latest by default), optionally of one partition, all in
+        one list; `scan_plan` hands them over one by one instead."""
+        with self.scan_plan(table_id, snapshot, partition) as plan:
+            return FileListResponse(snapshot_id=plan.snapshot_id, files=list(plan))
+
+    def scan_plan(
+        self, table_id: str, snapshot: int | None = None, partition: Mapping[str, Any] | None = None
+    ) -> ScanPlanStream:
+        """The live data files at `snapshot` (the latest by default), optionally of one partition, streamed:
+        the service reads only the manifests that may hold the partition, and neither side holds the
+        whole plan. Use as a context manager and iterate it once::
+
+            with client.scan_plan("db.t") as plan:
+                pinned = plan.snapshot_id
+                for f in plan: ...
+
+        Raises:
+            NotFound, BadRequest (e.g. an unknown partition key) before the first file; StreamCutOff, an
+            ApiError or a TransportError while iterating when the plan does not arrive whole.
+        """
+        return ScanPlanStream(self._run(self._api.scan_plan(table_id, snapshot, partition)))
 
     def sequence_numbers(
         self, table_id: str, partition: Mapping[str, Any] | None = None

@@ -14,6 +14,7 @@
     │   │                         `retry_after` seconds
     │   └── ServerError           any other 5xx
     ├── CommitStateUnknown        a commit's outcome could not be determined even after asking the service
+    ├── StreamCutOff              a streamed answer (the scan plan) ended before its last line
     └── WriteAborted              a Spark write or compaction did not commit; its files were deleted
 
 Within a class, `code` (an ErrorCode of the wire contract) tells the cases apart (e.g. TAG_NOT_FOUND from
@@ -43,10 +44,12 @@ __all__ = [
     "NotFound",
     "ServerError",
     "ServiceUnavailable",
+    "StreamCutOff",
     "TransportError",
     "Unauthorized",
     "WriteAborted",
     "api_error",
+    "reported_error",
 ]
 
 
@@ -179,6 +182,11 @@ class CommitStateUnknown(CoordinatorClientError):
         self.__cause__ = cause
 
 
+class StreamCutOff(CoordinatorClientError):
+    """A streamed answer ended without its closing line, or with a count that does not match what came:
+    what was read is not the whole answer. Ask again (pin the snapshot for the same scan plan)."""
+
+
 class WriteAborted(CoordinatorClientError):
     """A Spark write or compaction did not commit; `__cause__` says why (a Conflict, a task failure...).
 
@@ -230,6 +238,13 @@ def api_error(response: httpx.Response) -> ApiError:
         code, message = _summary(response)
         return cls(status, None, headers=response.headers, code=code, message=message)
     return cls(status, body, headers=response.headers)
+
+
+def reported_error(status: int, body: ErrorResponse) -> ApiError:
+    """The ApiError subclass for an error the service reported inside a 200 answer: the last line of a
+    stream that failed after it had begun."""
+    cls = _BY_STATUS.get(status) or (ServerError if status >= 500 else ApiError)
+    return cls(status, body)
 
 
 def _summary(response: httpx.Response) -> tuple[str | None, str]:

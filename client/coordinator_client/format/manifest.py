@@ -453,6 +453,15 @@ def decode_entry(data: bytes) -> ManifestEntry:
     return _entry_from(cast(Mapping[str, Any], record))
 
 
+def iter_manifest(data: bytes) -> Iterator[ManifestEntry]:
+    """The entries of an Avro manifest file one by one, as `decode_manifest` but without the list."""
+    try:
+        for record in _records(data, "manifest file"):
+            yield _entry_from(record)
+    except KeyError as exc:
+        raise ValueError(f"manifest entry lacks required field {exc.args[0]}") from exc
+
+
 def decode_manifest_list(data: bytes) -> list[ManifestFileMeta]:
     """Parse the bytes of an Avro manifest-list file into its manifest file metas."""
     try:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, JsonValue
+from pydantic import ConfigDict, Field, JsonValue
 
 from coordinator_client.models._base import _Model
 from coordinator_client.models._commits import CommitKind, DataFileModel, KeyStatsModel
+from coordinator_client.models._errors import ErrorResponse
 
 
 class SnapshotModel(_Model):
@@ -71,6 +72,27 @@ class LiveFileModel(_Model):
 class FileListResponse(_Model):
     snapshot_id: int | None
     files: list[LiveFileModel]
+
+
+class ScanPlanHeader(_Model):
+    """The first line of a scan plan streamed as JSON lines (`Accept: application/x-ndjson`); a
+    LiveFileModel per line follows, then one ScanPlanEnd."""
+
+    snapshot_id: int | None = Field(description="the snapshot planned; null when the table has none yet")
+
+
+class ScanPlanEnd(_Model):
+    """The last line of a streamed scan plan: a stream without it was cut off.
+
+    `error` (with its HTTP `status`) is set when the service failed after the stream had begun, e.g. a
+    manifest became unreadable; the files sent before it are then not the whole plan.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    file_count: int = Field(description="the files sent before this line")
+    error: ErrorResponse | None = None
+    status: int | None = None
 
 
 class BucketSequenceModel(_Model):

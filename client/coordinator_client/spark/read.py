@@ -7,7 +7,7 @@ key is gone when that row is a delete (`-D`) or a retraction (`-U`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -33,12 +33,11 @@ def read(
     from pyspark.sql import functions as F
 
     layout = SparkTable.of(client.get_table(table))
-    files = live_files(client, layout, snapshot, partitions)
-    columns = list(layout.column_names)
-    if not files:
-        return spark.createDataFrame([], spark_schema(layout.value_schema))
     scheme = urlparse(layout.location).scheme
-    paths = [f.path if scheme else f"file://{f.path}" for f in files]
+    paths = [f.path if scheme else f"file://{f.path}" for f in scan(client, layout, snapshot, partitions)]
+    columns = list(layout.column_names)
+    if not paths:
+        return spark.createDataFrame([], spark_schema(layout.value_schema))
     rows = spark.read.schema(spark_schema(layout.file_schema)).parquet(*paths)
     if not layout.has_primary_key:
         return rows.select(*columns)
@@ -47,13 +46,38 @@ def read(
     return merged.where(F.col(VALUE_KIND).isin(INSERT, UPDATE_AFTER)).select(*columns)
 
 
+def scan(
+    client: CoordinatorClient,
+    layout: SparkTable,
+    snapshot: int | None,
+    partitions: Sequence[Mapping[str, Any]] | None,
+) -> Iterator[LiveFileModel]:
+    """The live files at one snapshot as the coordinator streams them (the driver keeps only what its
+    caller keeps): pinned by the first answer, so every partition sees the same snapshot."""
+    if partitions is None:
+        with client.scan_plan(layout.table_id, snapshot) as plan:
+            yield from plan
+        return
+    seen: set[str] = set()  # partitions given twice, or overlapping prefixes
+    for partition in partitions:
+        with client.scan_plan(layout.table_id, snapshot, partition) as plan:
+            snapshot = plan.snapshot_id
+            for f in plan:
+                if f.path not in seen:
+                    seen.add(f.path)
+                    yield f
+        if snapshot is None:  # the table has no snapshot yet
+            return
+
+
 def live_files(
     client: CoordinatorClient,
     layout: SparkTable,
     snapshot: int | None,
     partitions: Sequence[Mapping[str, Any]] | None,
 ) -> list[LiveFileModel]:
-    """The live files at one snapshot: pinned by the first answer, so every partition sees the same one."""
+    """The live files at one snapshot in one list (a compaction plans from them): pinned by the first
+    answer, so every partition sees the same one."""
     if partitions is None:
         return list(client.live_files(layout.table_id, snapshot).files)
     files: dict[str, LiveFileModel] = {}

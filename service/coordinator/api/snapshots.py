@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Header, Query
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel
 
 from coordinator.api.auth import reader
 from coordinator.api.deps import ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, SNAPSHOT_ERRORS, TABLE_ERRORS, responses
-from coordinator.errors import InvalidRequest, TableNotFound
+from coordinator.api.scan_stream import JSON_LINES, json_document, json_lines, wants_json_lines
+from coordinator.errors import InvalidRequest, SnapshotNotFound, TableNotFound
 from coordinator.usecases.reads import snapshot_model
 from coordinator_client.models import (
     FileListResponse,
+    ScanPlanEnd,
+    ScanPlanHeader,
     SequenceNumbersResponse,
     SnapshotListResponse,
     SnapshotModel,
@@ -44,15 +49,53 @@ def get_snapshot(table_id: str, snapshot_id: int, services: ServicesDep) -> Snap
     return snapshot_model(services.reads.snapshot(table_id, snapshot_id))
 
 
-@router.get("/files", responses=SNAPSHOT_ERRORS)
+def _inline_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's schema for a content type FastAPI does not register models for; what it refers to
+    (LiveFileModel, ErrorResponse) is in the document's components through other routes."""
+    schema = model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
+    schema.pop("$defs", None)
+    return schema
+
+
+_FILES_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The JSON document (FileListResponse) by default; JSON lines with "
+        f"`Accept: {JSON_LINES}`: a ScanPlanHeader line, one LiveFileModel line per file, "
+        "then a ScanPlanEnd line.",
+        "content": {
+            JSON_LINES: {
+                "schema": {
+                    "oneOf": [
+                        _inline_schema(ScanPlanHeader),
+                        {"$ref": "#/components/schemas/LiveFileModel"},
+                        _inline_schema(ScanPlanEnd),
+                    ]
+                }
+            }
+        },
+    },
+    **responses(TableNotFound, SnapshotNotFound, InvalidRequest),
+}
+
+
+@router.get("/files", response_model=FileListResponse, responses=_FILES_RESPONSES)
 def live_files(
     table_id: str,
     services: ServicesDep,
     snapshot: Annotated[int | None, Query(ge=1)] = None,
     partition: Annotated[str | None, Query(description='JSON object, e.g. {"dt": "2024-01-01"}')] = None,
-) -> FileListResponse:
-    """The live data files at a snapshot (the latest by default): a reader's scan plan."""
-    return services.reads.files(table_id, snapshot, partition)
+    accept: Annotated[str | None, Header(include_in_schema=False)] = None,
+) -> StreamingResponse:
+    """The live data files at a snapshot (the latest by default): a reader's scan plan, streamed.
+
+    With `partition`, only manifests whose partition statistics may hold it are read. The answer is
+    produced while the manifests are read, so any table size costs the service the same memory; pin
+    `snapshot` to the id of a first answer to read the same plan again.
+    """
+    plan = services.reads.files(table_id, snapshot, partition)
+    if wants_json_lines(accept):
+        return StreamingResponse(json_lines(plan), media_type=JSON_LINES)
+    return StreamingResponse(json_document(plan), media_type="application/json")
 
 
 @router.get("/sequence-numbers", responses=responses(TableNotFound, InvalidRequest))

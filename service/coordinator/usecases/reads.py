@@ -10,22 +10,19 @@ from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
 from coordinator.db.repositories import live_files as index
 from coordinator.domain.committable import OverwriteTarget, partition_spec_target
-from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest, SnapshotNotFound
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.manifests import ManifestStore
+from coordinator.usecases.scan_plan import ScanPlan
+from coordinator.usecases.scan_plan import plan as plan_scan
 from coordinator.usecases.tables import Table, Tables
-from coordinator_client.format.manifest import ManifestEntry, SimpleStats
-from coordinator_client.format.partition_path import bucket_dir
+from coordinator_client.format.manifest import ManifestEntry
 from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import (
     BucketSequenceModel,
     CommitOutcomeResponse,
     CommitRecordModel,
     ConflictModel,
-    FileListResponse,
-    KeyStatsModel,
-    LiveFileModel,
     SequenceNumbersResponse,
     SnapshotModel,
     SnapshotRef,
@@ -81,16 +78,26 @@ class Reads:
         snapshot = self.snapshot(table_id, snapshot_id)
         return snapshot, ManifestStore.for_table(self._fileio, table).scan(snapshot)
 
-    def files(self, table_id: str, snapshot_id: int | None, partition: str | None) -> FileListResponse:
-        """The live data files at a snapshot (a reader's scan plan), optionally of one partition."""
+    def files(self, table_id: str, snapshot_id: int | None, partition: str | None) -> ScanPlan:
+        """The live data files at a snapshot (a reader's scan plan), optionally of one partition: planned
+        now (manifest lists read and pruned by the partition, DELETE entries noted), files read as the
+        plan is iterated.
+
+        Raises:
+            TableNotFound, SnapshotNotFound, InvalidRequest (a bad `partition`).
+        """
         table = self._tables.get(table_id)
         target = _partition_filter(table, partition)
-        snapshot, entries = self.live_entries(table_id, snapshot_id)
-        shape = table.shape
-        files = [
-            _live_file(table, e) for e in entries if target is None or target.matches(e.partition, shape)
-        ]
-        return FileListResponse(snapshot_id=snapshot.id if snapshot else None, files=files)
+        snapshot = self._snapshot_or_none(table_id, snapshot_id)
+        return plan_scan(self._fileio, table, snapshot, target.spec if target is not None else None)
+
+    def _snapshot_or_none(self, table_id: str, snapshot_id: int | None) -> Snapshot | None:
+        """The snapshot asked for; the latest when None, and None if the table has none yet."""
+        if snapshot_id is None:
+            snapshot_id = self._tables.latest_snapshot_id(table_id)
+            if snapshot_id == 0:
+                return None
+        return self.snapshot(table_id, snapshot_id)
 
     def sequence_numbers(self, table_id: str, partition: str | None) -> SequenceNumbersResponse:
         """The highest sequence number of each bucket's live files at the latest snapshot, optionally of
@@ -199,30 +206,6 @@ def snapshot_model(s: Snapshot) -> SnapshotModel:
     )
 
 
-def _live_file(table: Table, e: ManifestEntry) -> LiveFileModel:
-    shape = table.shape
-    return LiveFileModel(
-        partition=shape.partition_json(e.partition),
-        bucket=e.bucket,
-        total_buckets=e.total_buckets,
-        path=table.layout.data_file(shape.partition_dir(e.partition), bucket_dir(e.bucket), e.file.file_name),
-        file_name=e.file.file_name,
-        file_size=e.file.file_size,
-        row_count=e.file.row_count,
-        level=e.file.level,
-        min_key=shape.key_json(e.file.min_key),
-        max_key=shape.key_json(e.file.max_key),
-        min_sequence_number=e.file.min_sequence_number,
-        max_sequence_number=e.file.max_sequence_number,
-        delete_row_count=e.file.delete_row_count,
-        key_stats=_key_stats(shape, e.file.key_stats),
-        schema_id=e.file.schema_id,
-        extra_files=list(e.file.extra_files),
-        creation_time=e.file.creation_time,
-        file_source=e.file.file_source,
-    )
-
-
 def _partition_filter(table: Table, partition: str | None) -> OverwriteTarget | None:
     """`?partition={"dt": "2024-01-01"}` -> a filter on the partition values (a prefix of keys is fine)."""
     if partition is None:
@@ -237,14 +220,3 @@ def _partition_filter(table: Table, partition: str | None) -> OverwriteTarget | 
         return partition_spec_target(spec, table.shape, [])
     except InvalidRequest as e:
         raise InvalidRequest(e.message, field="partition") from None
-
-
-def _key_stats(shape: TableShape, stats: SimpleStats) -> KeyStatsModel | None:
-    """Key statistics as JSON values; append tables (no key) have none."""
-    if not shape.key_types:
-        return None
-    return KeyStatsModel(
-        min_values=shape.key_json(stats.min_values),
-        max_values=shape.key_json(stats.max_values),
-        null_counts=list(stats.null_counts or [None] * len(shape.key_types)),
-    )
