@@ -69,7 +69,7 @@ class ManifestStore:
 
     def merge(self, manifests: list[ManifestFileMeta], options: MergeOptions) -> list[ManifestFileMeta]:
         before = self.live(manifests)
-        merged = merge_manifests(manifests, options, self.read, self.write, SHAPE.decode_partition)
+        merged = merge_manifests(manifests, options, self.read, self.write, SHAPE)
         assert self.live(merged) == before, "the merge changed the live files"
         return merged
 

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coordinator.domain.live_files import merge_entries
-from coordinator.domain.scan import Deletions, Position, live_adds, manifest_may_contain
+from coordinator.domain.manifest_pruning import manifest_may_contain
+from coordinator.domain.scan import Deletions, Position, live_adds
 from coordinator.domain.table_schema import TableShape
 from coordinator_client.format.binary_row import EMPTY_ROW, encode_row
 from coordinator_client.format.manifest import ManifestEntry, ManifestFileMeta, SimpleStats

@@ -17,7 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from coordinator.domain.live_files import merge_entries
-from coordinator.domain.manifest_pruning import FileKeys, PartitionDecoder
+from coordinator.domain.manifest_pruning import FileKeys
+from coordinator.domain.table_schema import TableShape
 from coordinator_client.format.manifest import FileKind, ManifestEntry, ManifestFileMeta
 from coordinator_client.format.memory_size import MIB, parse_memory_size
 
@@ -48,13 +49,13 @@ def merge_manifests(
     options: MergeOptions,
     read: ReadManifest,
     write: WriteManifests,
-    decode_partition: PartitionDecoder,
+    shape: TableShape,
 ) -> list[ManifestFileMeta]:
     """The base manifest list for the next snapshot, merged where Paimon's thresholds say so.
 
-    `write` rolls its output at the target size; `decode_partition` reads partition statistics.
+    `write` rolls its output at the target size; `shape` reads the partition statistics.
     """
-    full = _try_full_compaction(manifests, options, read, write, decode_partition)
+    full = _try_full_compaction(manifests, options, read, write, shape)
     if full is not None:
         return full
     return _minor_compaction(manifests, options, read, write)
@@ -103,7 +104,7 @@ def _try_full_compaction(
     options: MergeOptions,
     read: ReadManifest,
     write: WriteManifests,
-    decode_partition: PartitionDecoder,
+    shape: TableShape,
 ) -> list[ManifestFileMeta] | None:
     must_change = [m for m in manifests if _must_change(m, options)]
     if sum(m.file_size for m in must_change) < options.full_compaction_threshold_size:
@@ -111,7 +112,7 @@ def _try_full_compaction(
     with_deletes = {m.file_name: read(m) for m in must_change if m.num_deleted_files > 0}
     deletes = [e for entries in with_deletes.values() for e in entries if e.kind == FileKind.DELETE]
     deleted = {e.identifier for e in deletes}
-    touched = FileKeys(((e.partition, e.bucket) for e in deletes), decode_partition)
+    touched = FileKeys(((e.partition, e.bucket) for e in deletes), shape)
     changing = {m.file_name for m in must_change}
     kept: list[ManifestFileMeta] = []
     survivors: list[ManifestEntry] = []

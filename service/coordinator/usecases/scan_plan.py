@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from coordinator.domain.scan import Deletions, Position, live_adds, manifest_may_contain
+from coordinator.domain.manifest_pruning import manifest_may_contain
+from coordinator.domain.scan import Deletions, Position, live_adds
 from coordinator.domain.table_schema import TableShape
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.tables import Table

@@ -64,9 +64,7 @@ def _write_snapshot(
         )
     with member.timed("manifestWrite"):
         manifests = state.manifests
-        base = merge_manifests(
-            state.data_manifests, state.options, manifests.read, manifests.write, shape.decode_partition
-        )
+        base = merge_manifests(state.data_manifests, state.options, manifests.read, manifests.write, shape)
         delta = manifests.write(list(plan.entries)) if plan.entries else []
         changelog = manifests.write(list(plan.changelog)) if plan.changelog else None
         lists = ManifestLists(
