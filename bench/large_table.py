@@ -12,8 +12,9 @@ live files and again at the full size, on the same table, so every ratio compare
 - the service's resident memory (VmRSS, and its peak VmHWM) from /proc,
 - the first 1-file commit after a restart of the service, and the p50 after it.
 
-At the end pypaimon (the format's judge) counts the table's rows from its scan plan and reads the rows of
-the small partition; both must equal what was committed. Results go to bench/results/.
+At the end pypaimon (the format's judge) and pypaimon-rust each count the table's rows from their scan
+plan and read the rows of the small partition; all must equal what was committed. Results go to
+bench/results/.
 """
 
 from __future__ import annotations
@@ -165,27 +166,49 @@ def memory(pid: int) -> dict[str, float]:
 
 
 def verify(warehouse: Path, table: AppendTable, job: Job) -> dict[str, Any]:
-    """pypaimon counts every row from its scan plan and reads the probe partition's rows."""
+    """pypaimon and pypaimon-rust each count every row from their scan plan and read the probe
+    partition's rows; both must equal what was committed."""
+    started = time.perf_counter()
+    committed = job.files * ROWS_PER_FILE
+    result: dict[str, Any] = {"committed_rows": committed}
+    for reader in (_pypaimon, _pypaimon_rust):
+        counted, probe_ids = reader(warehouse, table.id)
+        result[reader.__name__.strip("_")] = {
+            "row_count": counted,
+            "probe_rows_equal": probe_ids == job.probe_ids,
+        }
+        if counted != committed or probe_ids != job.probe_ids:
+            raise RuntimeError(f"{reader.__name__} disagrees with what was committed: {result}")
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    return result
+
+
+def _pypaimon(warehouse: Path, table_id: str) -> tuple[int, list[int]]:
     from pypaimon import CatalogFactory
 
-    started = time.perf_counter()
-    read_table = CatalogFactory.create({"warehouse": str(warehouse)}).get_table(table.id)
+    read_table = CatalogFactory.create({"warehouse": str(warehouse)}).get_table(table_id)
     splits = read_table.new_read_builder().new_scan().plan().splits()
     counted = sum(f.row_count for split in splits for f in split.files)
-    builder = read_table.new_read_builder().with_filter(
-        read_table.new_read_builder().new_predicate_builder().equal("dt", PROBE)
-    )
+    builder = read_table.new_read_builder()
+    builder = builder.with_filter(builder.new_predicate_builder().equal("dt", PROBE))
     probe = builder.new_read().to_arrow(builder.new_scan().plan().splits())
-    ids = sorted(probe.column("id").to_pylist())
-    result = {
-        "pypaimon_row_count": counted,
-        "committed_rows": job.files * ROWS_PER_FILE,
-        "probe_rows_equal": ids == sorted(job.probe_ids),
-        "seconds": round(time.perf_counter() - started, 1),
-    }
-    if counted != job.files * ROWS_PER_FILE or not result["probe_rows_equal"]:
-        raise RuntimeError(f"pypaimon disagrees with what was committed: {result}")
-    return result
+    return counted, sorted(probe.column("id").to_pylist())
+
+
+def _pypaimon_rust(warehouse: Path, table_id: str) -> tuple[int, list[int]]:
+    import pyarrow as pa
+    import pypaimon_rust.datafusion as rust
+
+    read_table = rust.PaimonCatalog({"warehouse": str(warehouse)}).get_table(table_id)
+    counted = sum(s.row_count() for s in read_table.new_read_builder().new_scan().plan().splits())
+    builder = read_table.new_read_builder()
+    builder.with_filter({"method": "equal", "field": "dt", "literals": [PROBE]})
+    reader = builder.new_read().read_arrow(builder.new_scan().plan().splits())
+    batches = []
+    while (batch := reader.read_next_batch()) is not None:
+        batches.append(batch)
+    ids = pa.Table.from_batches(batches).column("id").to_pylist() if batches else []
+    return counted, sorted(ids)
 
 
 def report(result: dict[str, Any]) -> None:
@@ -219,7 +242,7 @@ def report(result: dict[str, Any]) -> None:
     grow = result["grow_commit_seconds"]
     if grow:
         print(f"growth commits: median {statistics.median(grow):.2f} s, max {max(grow):.2f} s")
-    print(f"pypaimon: {result['verified']}")
+    print(f"readers: {result['verified']}")
 
 
 if __name__ == "__main__":
