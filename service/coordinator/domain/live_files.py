@@ -57,12 +57,6 @@ class LiveFiles:
     def in_bucket(self, partition: bytes, bucket: int) -> Iterable[ManifestEntry]:
         return self.by_bucket.get((partition, bucket), {}).values()
 
-    def in_partitions(self, partitions: set[bytes] | None) -> list[ManifestEntry]:
-        """Live entries of the given partitions (all when None)."""
-        if partitions is None:
-            return list(self.entries.values())
-        return [e for e in self.entries.values() if e.partition in partitions]
-
     def apply(self, delta: Iterable[ManifestEntry], snapshot_id: int | None) -> None:
         """Advance by one snapshot's entries (ADD inserts, DELETE removes); the caller checked them."""
         for entry in delta:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, and_, bindparam, delete, func, insert, select, update
+from sqlalchemy import Connection, Table, and_, bindparam, delete, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from coordinator.db.models import LiveFileRow, LiveIndexRow
@@ -51,16 +51,32 @@ def index_snapshot(conn: Connection, table_id: str) -> int | None:
 
 
 def find_files(conn: Connection, table_id: str, keys: Collection[FileKey]) -> list[IndexedFile]:
-    """The rows of these files, live or recently removed.
-
-    Looked up by file name (its own index), then matched on the whole key: a row-value IN over the
-    primary key is not planned as index lookups everywhere."""
+    """The rows of these files, live or recently removed: looked up by file name through its own index,
+    then matched on the whole key."""
     wanted = set(keys)
+    names = sorted({name for _, _, _, name in wanted})
+    if conn.dialect.name == "postgresql":
+        rows = conn.execute(_BY_NAME_LATERAL, {"names": names, "table_id": table_id})
+        return [f for f in _indexed(rows) if file_key(f.entry) in wanted]
     found: list[IndexedFile] = []
-    for chunk in _chunks({name for _, _, _, name in wanted}):
+    for chunk in _chunks(names):
         query = _files().where(_T.c.table_id == table_id, _T.c.file_name.in_(chunk))
         found.extend(f for f in _indexed(conn.execute(query)) if file_key(f.entry) in wanted)
     return found
+
+
+_BY_NAME_LATERAL = text(
+    """
+    SELECT f.entry, f.added_in, f.removed_in
+    FROM unnest(CAST(:names AS text[])) AS n(name)
+    CROSS JOIN LATERAL (
+        SELECT entry, added_in, removed_in FROM live_files WHERE table_id = :table_id AND file_name = n.name
+    ) AS f
+    """
+)
+"""One index probe per name, whatever the planner's statistics say. A long `file_name IN (...)` list is
+planned as a sequential scan while the table has no statistics (autovacuum off, or a table that grew
+faster than it was analyzed): every commit would then read the whole index table."""
 
 
 def bucket_files(conn: Connection, table_id: str, partition: bytes, bucket: int) -> list[IndexedFile]:
