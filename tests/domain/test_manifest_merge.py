@@ -40,6 +40,7 @@ class ManifestStore:
         self.files: dict[str, list[ManifestEntry]] = {}
         self.writes = 0
         self.reads: list[str] = []
+        self.joined = 0
         self._per_manifest = target // ENTRY_SIZE
 
     def add(self, entries: Sequence[ManifestEntry], size: int) -> ManifestFileMeta:
@@ -63,13 +64,23 @@ class ManifestStore:
             for i in range(0, len(entries), n)
         ]
 
+    def concatenate(self, group: Sequence[ManifestFileMeta]) -> list[ManifestFileMeta]:
+        """Joined as they are, as the real store copies Avro blocks; `joined` counts the calls."""
+        self.joined += 1
+        return [
+            self.add([e for m in group for e in self.files[m.file_name]], sum(m.file_size for m in group))
+        ]
+
     def live(self, manifests: Sequence[ManifestFileMeta]) -> set[str]:
         merged = merge_entries(e for m in manifests for e in self.files[m.file_name])
         return {e.file.file_name for e in merged if e.kind == FileKind.ADD}
 
-    def merge(self, manifests: list[ManifestFileMeta], options: MergeOptions) -> list[ManifestFileMeta]:
+    def merge(
+        self, manifests: list[ManifestFileMeta], options: MergeOptions, *, join: bool = False
+    ) -> list[ManifestFileMeta]:
         before = self.live(manifests)
-        merged = merge_manifests(manifests, options, self.read, self.write, SHAPE)
+        concatenate = self.concatenate if join else None
+        merged = merge_manifests(manifests, options, self.read, self.write, SHAPE, concatenate)
         assert self.live(merged) == before, "the merge changed the live files"
         return merged
 
@@ -131,6 +142,22 @@ def test_minor_merge_cancels_an_add_and_its_delete() -> None:
     manifests = [store.add([x], 50), store.add([entry(DELETE, "x.parquet"), *adds("y")], 50)]
     [merged] = store.merge(manifests, OPTIONS)
     assert [(e.kind, e.file.file_name) for e in store.read(merged)] == [(ADD, "y-0.parquet")]
+
+
+def test_a_minor_merge_of_adds_only_joins_the_manifests_without_reading_them() -> None:
+    store = ManifestStore()
+    manifests = [store.add(adds(f"f{i}", 4), 40) for i in range(3)]
+    [joined] = store.merge(manifests, OPTIONS, join=True)
+    assert (store.joined, store.reads, store.writes) == (1, [], 0)
+    assert joined.file_size == 120
+
+
+def test_a_minor_merge_with_a_delete_reads_and_cancels_instead_of_joining() -> None:
+    store = ManifestStore()
+    manifests = [store.add(adds("x"), 50), store.add([entry(DELETE, "x-0.parquet"), *adds("y")], 50)]
+    [merged] = store.merge(manifests, OPTIONS, join=True)
+    assert store.joined == 0
+    assert [e.file.file_name for e in store.read(merged)] == ["y-0.parquet"]
 
 
 def test_a_merge_that_cancels_everything_writes_no_manifest() -> None:

@@ -20,6 +20,8 @@ from coordinator_client.format.manifest import (
     ManifestEntry,
     ManifestFileMeta,
     SimpleStats,
+    combined_meta,
+    concatenate_manifests,
     decode_manifest,
     decode_manifest_list,
     encode_manifest,
@@ -33,6 +35,7 @@ from coordinator_client.format.snapshot import (
     format_hint,
     snapshot_file_name,
 )
+from tests.domain.builders import ADD, append_shape, entry
 
 from ._pypaimon_table import EXPECTED_ROWS, PypaimonTable, build_pk_table, read_rows
 
@@ -702,3 +705,28 @@ def test_encode_rejects_out_of_range_numbers(change: dict[str, int], message: st
     bad = dataclasses.replace(entry, **entry_fields, file=dataclasses.replace(entry.file, **file_fields))
     with pytest.raises(ValueError, match=message):
         encode_manifest([bad])
+
+
+def test_concatenated_manifests_hold_every_entry_and_describe_them_as_one_write() -> None:
+    shape = append_shape()
+
+    def described(name: str, data: bytes, entries: list[ManifestEntry]) -> ManifestFileMeta:
+        stats = partition_stats(
+            (e.partition for e in entries), shape.decode_partition, shape.encode_partition, 1
+        )
+        return manifest_file_meta(name, len(data), entries, 0, stats)
+
+    first = [entry(ADD, f"a{i}.parquet", dt="b", bucket=i % 2) for i in range(700)]
+    second = [entry(ADD, f"c{i}.parquet", dt=dt, bucket=3) for i, dt in enumerate(["a", "c", "d"])]
+    files = [encode_manifest(first), encode_manifest(second)]
+    metas = [described("m1", files[0], first), described("m2", files[1], second)]
+    joined = concatenate_manifests(files)
+    assert joined is not None
+    assert decode_manifest(joined) == first + second
+    combined = combined_meta("m", len(joined), metas, shape.decode_partition, shape.encode_partition, 1)
+    assert combined == described("m", joined, first + second)
+
+
+def test_manifests_written_with_another_schema_are_not_concatenated() -> None:
+    ours = encode_manifest([entry(ADD, "a.parquet")])
+    assert concatenate_manifests([ours, _java_like_manifest()]) is None

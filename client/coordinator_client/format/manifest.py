@@ -229,6 +229,16 @@ MANIFEST_LIST_SCHEMA: Final[Mapping[str, object]] = {
 
 _PARSED_MANIFEST: Final = fastavro.parse_schema(dict(MANIFEST_SCHEMA))
 _PARSED_MANIFEST_LIST: Final = fastavro.parse_schema(dict(MANIFEST_LIST_SCHEMA))
+
+
+def _schema_text(parsed: Any) -> str:
+    """The schema as this module writes it into a container's header."""
+    buffer = io.BytesIO()
+    fastavro.writer(buffer, parsed, [])
+    return str(fastavro.block_reader(io.BytesIO(buffer.getvalue())).metadata["avro.schema"])
+
+
+_MANIFEST_SCHEMA_TEXT: Final = _schema_text(_PARSED_MANIFEST)
 _INT_RANGE: Final = range(-0x8000_0000, 0x8000_0000)
 _LONG_RANGE: Final = range(-(2**63), 2**63)
 
@@ -323,6 +333,22 @@ def _container(schema: Any, records: Iterable[dict[str, Any]]) -> bytes:
 def encode_manifest(entries: Sequence[ManifestEntry]) -> bytes:
     """Serialise manifest entries into the bytes of one Avro manifest file."""
     return _container(_PARSED_MANIFEST, map(_entry_record, entries))
+
+
+def concatenate_manifests(files: Sequence[bytes]) -> bytes | None:
+    """One manifest file holding the entries of `files` in order, made by copying their Avro blocks
+    (decompressed and compressed again, never decoded); None when a file was written with another
+    schema than ours, whose blocks could not be copied as they are."""
+    buffer = io.BytesIO()
+    writer = fastavro.write.Writer(buffer, _PARSED_MANIFEST, codec=_CODEC, sync_interval=64_000)
+    for data in files:
+        blocks = fastavro.block_reader(io.BytesIO(data))
+        if blocks.metadata.get("avro.schema") != _MANIFEST_SCHEMA_TEXT:
+            return None
+        for block in blocks:
+            writer.write_block(block)
+    writer.flush()
+    return buffer.getvalue()
 
 
 def encode_entry(entry: ManifestEntry) -> bytes:
@@ -549,3 +575,60 @@ def manifest_file_meta(
         max_row_id=max_row_id,
         total_buckets=total_buckets,
     )
+
+
+def combined_meta(
+    file_name: str,
+    file_size: int,
+    metas: Sequence[ManifestFileMeta],
+    decode: Callable[[bytes], Sequence[object]],
+    encode: Callable[[Sequence[object]], bytes],
+    arity: int,
+) -> ManifestFileMeta:
+    """Describe a manifest that holds exactly the entries of `metas` (see `concatenate_manifests`), from
+    their own descriptions: counts add up, ranges widen, partition statistics combine field by field."""
+
+    def widest(values: Sequence[int | None], pick: Callable[[Sequence[int]], int]) -> int | None:
+        return None if any(v is None for v in values) else pick(cast(Sequence[int], values))
+
+    buckets = {m.total_buckets for m in metas}
+    return ManifestFileMeta(
+        file_name=file_name,
+        file_size=file_size,
+        num_added_files=sum(m.num_added_files for m in metas),
+        num_deleted_files=sum(m.num_deleted_files for m in metas),
+        partition_stats=_combined_stats([m.partition_stats for m in metas], decode, encode, arity),
+        schema_id=max(m.schema_id for m in metas),
+        min_bucket=widest([m.min_bucket for m in metas], min),
+        max_bucket=widest([m.max_bucket for m in metas], max),
+        min_level=widest([m.min_level for m in metas], min),
+        max_level=widest([m.max_level for m in metas], max),
+        min_row_id=widest([m.min_row_id for m in metas], min),
+        max_row_id=widest([m.max_row_id for m in metas], max),
+        total_buckets=next(iter(buckets)) if len(buckets) == 1 else None,
+    )
+
+
+def _combined_stats(
+    stats: Sequence[SimpleStats],
+    decode: Callable[[bytes], Sequence[object]],
+    encode: Callable[[Sequence[object]], bytes],
+    arity: int,
+) -> SimpleStats:
+    if arity == 0:
+        return SimpleStats(_EMPTY_ROW, _EMPTY_ROW, ())
+    lows: list[object] = [None] * arity
+    highs: list[object] = [None] * arity
+    nulls: list[int | None] = [0] * arity
+    for stat in stats:
+        low, high = decode(stat.min_values), decode(stat.max_values)
+        counts = stat.null_counts
+        for i in range(arity):
+            if low[i] is not None and (lows[i] is None or cast(_Ordered, low[i]) < lows[i]):
+                lows[i] = low[i]
+            if high[i] is not None and (highs[i] is None or cast(_Ordered, highs[i]) < high[i]):
+                highs[i] = high[i]
+            count = counts[i] if counts is not None and i < len(counts) else None
+            total = nulls[i]
+            nulls[i] = None if total is None or count is None else total + count
+    return SimpleStats(encode(lows), encode(highs), tuple(nulls))

@@ -24,6 +24,8 @@ from coordinator_client.format.memory_size import MIB, parse_memory_size
 
 ReadManifest = Callable[[ManifestFileMeta], list[ManifestEntry]]
 WriteManifests = Callable[[list[ManifestEntry]], list[ManifestFileMeta]]
+Concatenate = Callable[[Sequence[ManifestFileMeta]], list[ManifestFileMeta] | None]
+"""Join manifests of ADDs without reading their entries; None when it cannot."""
 
 
 @dataclass(frozen=True)
@@ -50,15 +52,17 @@ def merge_manifests(
     read: ReadManifest,
     write: WriteManifests,
     shape: TableShape,
+    concatenate: Concatenate | None = None,
 ) -> list[ManifestFileMeta]:
     """The base manifest list for the next snapshot, merged where Paimon's thresholds say so.
 
-    `write` rolls its output at the target size; `shape` reads the partition statistics.
+    `write` rolls its output at the target size; `shape` reads the partition statistics; a minor
+    merge of manifests without DELETEs (nothing to cancel) uses `concatenate` when given.
     """
     full = _try_full_compaction(manifests, options, read, write, shape)
     if full is not None:
         return full
-    return _minor_compaction(manifests, options, read, write)
+    return _minor_compaction(manifests, options, read, write, concatenate)
 
 
 def _must_change(meta: ManifestFileMeta, options: MergeOptions) -> bool:
@@ -66,7 +70,11 @@ def _must_change(meta: ManifestFileMeta, options: MergeOptions) -> bool:
 
 
 def _minor_compaction(
-    manifests: Sequence[ManifestFileMeta], options: MergeOptions, read: ReadManifest, write: WriteManifests
+    manifests: Sequence[ManifestFileMeta],
+    options: MergeOptions,
+    read: ReadManifest,
+    write: WriteManifests,
+    concatenate: Concatenate | None,
 ) -> list[ManifestFileMeta]:
     # Only manifests that must change are merged; a full-size manifest of ADDs stays where it is, so
     # appends never rewrite one. Each merged run lands where its last member was: its entries only move
@@ -81,20 +89,27 @@ def _minor_compaction(
         total += meta.file_size
         candidates.append(meta)
         if total >= options.target_file_size:
-            result.extend(_merge_group(candidates, read, write))
+            result.extend(_merge_group(candidates, read, write, concatenate))
             candidates, total = [], 0
     if len(candidates) >= options.merge_min_count:
-        result.extend(_merge_group(candidates, read, write))
+        result.extend(_merge_group(candidates, read, write, concatenate))
     else:
         result.extend(candidates)
     return result
 
 
 def _merge_group(
-    group: Sequence[ManifestFileMeta], read: ReadManifest, write: WriteManifests
+    group: Sequence[ManifestFileMeta],
+    read: ReadManifest,
+    write: WriteManifests,
+    concatenate: Concatenate | None = None,
 ) -> list[ManifestFileMeta]:
     if len(group) == 1:
         return [group[0]]
+    if concatenate is not None and all(m.num_deleted_files == 0 for m in group):
+        joined = concatenate(group)
+        if joined is not None:
+            return joined
     merged = merge_entries(e for meta in group for e in read(meta))
     return write(merged) if merged else []
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import struct
 import threading
 import uuid
 from collections import OrderedDict
@@ -20,6 +21,8 @@ from coordinator_client.format.manifest import (
     ManifestEntry,
     ManifestFileMeta,
     SimpleStats,
+    combined_meta,
+    concatenate_manifests,
     decode_manifest,
     decode_manifest_list,
     encode_manifest,
@@ -127,6 +130,30 @@ class ManifestStore:
     def write(self, entries: list[ManifestEntry]) -> list[ManifestFileMeta]:
         """Write entries as manifests rolled at the target size: each one but the last reaches it."""
         return [self._write_one(chunk, data) for chunk, data in roll(entries, self._target)]
+
+    def concatenate(self, group: Sequence[ManifestFileMeta]) -> list[ManifestFileMeta] | None:
+        """Manifests of ADDs merged by copying their Avro blocks, none of their entries decoded: the
+        minor merge of an append-only tail costs I/O, not a decode and encode of every entry. None when
+        a manifest's schema or statistics are not ours to copy."""
+        files = [self._fileio.read(self._layout.manifest(m.file_name)) for m in group]
+        data = concatenate_manifests(files)
+        if data is None:
+            return None
+        shape = self._shape
+        try:
+            meta = combined_meta(
+                self._next_name("manifest"),
+                len(data),
+                group,
+                shape.decode_partition,
+                shape.encode_partition,
+                len(shape.partition_types),
+            )
+        except (ValueError, IndexError, struct.error):
+            return None
+        self._fileio.write_unique(self._layout.manifest(meta.file_name), data)
+        self.written.append(meta.file_name)
+        return [meta]
 
     def _write_one(self, entries: list[ManifestEntry], data: bytes) -> ManifestFileMeta:
         name = self._next_name("manifest")

@@ -64,7 +64,9 @@ def _write_snapshot(
         )
     with member.timed("manifestWrite"):
         manifests = state.manifests
-        base = merge_manifests(state.data_manifests, state.options, manifests.read, manifests.write, shape)
+        base = merge_manifests(
+            state.data_manifests, state.options, manifests.read, manifests.write, shape, manifests.concatenate
+        )
         delta = manifests.write(list(plan.entries)) if plan.entries else []
         changelog = manifests.write(list(plan.changelog)) if plan.changelog else None
         lists = ManifestLists(
