@@ -54,16 +54,7 @@ def make_engine(url: str) -> Engine:
         event.listen(engine, "begin", _sqlite_begin_immediate)
         return engine
     # No pre-ping: it would add a round trip to every transaction of a commit; recycle instead.
-    return create_engine(
-        url, connect_args={"options": CUSTOM_PLANS}, pool_size=10, max_overflow=20, pool_recycle=1800
-    )
-
-
-CUSTOM_PLANS = "-c plan_cache_mode=force_custom_plan"
-"""psycopg prepares a statement it has run five times, and PostgreSQL may then keep one generic plan for
-it. The live-file index's lookups take arrays of any length: a generic plan made while commits named
-10,000 files would then serve a one-file commit with a scan of the whole index. Planning our short
-statements each time costs far less."""
+    return create_engine(url, pool_size=10, max_overflow=20, pool_recycle=1800)
 
 
 def bookkeeping_engine(engine: Engine) -> Engine:
@@ -80,7 +71,7 @@ def bookkeeping_engine(engine: Engine) -> Engine:
         return engine
     return create_engine(
         engine.url,
-        connect_args={"options": f"-c synchronous_commit=off {CUSTOM_PLANS}"},
+        connect_args={"options": "-c synchronous_commit=off"},
         pool_size=5,
         max_overflow=10,
         pool_recycle=1800,
