@@ -124,10 +124,13 @@ class Job:
         self._identifier = 0
 
     def grow(self, count: int, partitions: list[str] = PARTITIONS) -> float:
+        return self._grow(count, partitions)[0]
+
+    def _grow(self, count: int, partitions: list[str]) -> tuple[float, dict[str, Any]]:
         messages = link_files(self.table, count, partitions)
-        seconds, _ = self._commit(messages)
+        seconds, answer = self._commit(messages)
         self.files += count
-        return seconds
+        return seconds, answer
 
     def one_file_commit(self) -> tuple[float, dict[str, Any]]:
         first_id = 10_000_000 + len(self.probe_ids) * ROWS_PER_FILE
@@ -140,12 +143,13 @@ class Job:
     def measure(self, batch: int) -> dict[str, Any]:
         probes = [self.one_file_commit() for _ in range(PROBES)]
         seconds = [s for s, _ in probes]
-        big = self.grow(batch)
+        big, answer = self._grow(batch, PARTITIONS)
         return {
             "one_file_p50_s": statistics.median(seconds),
             "one_file_max_s": max(seconds),
             "one_file_timings_ms": probes[len(probes) // 2][1]["timings"],
             "batch_commit_s": big,
+            "batch_commit_timings_ms": answer["timings"],
         }
 
     def _commit(self, messages: list[dict[str, Any]]) -> tuple[float, dict[str, Any]]:

@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 
 from sqlalchemy import Connection, Engine
 
-from coordinator.db.engine import read_only
 from coordinator.db.repositories import live_files as index
 from coordinator.domain.committable import OverwriteTarget, ResolvedCommittable
 from coordinator.domain.live_files import LiveFiles
@@ -53,7 +52,8 @@ class LiveIndex:
         adds = [e for e in entries if e.kind == FileKind.ADD]
         leveled = {(e.partition, e.bucket) for e in adds if e.file.level > 0}
         counted = {e.partition for e in adds if e.total_buckets > 0}
-        with read_only(self._engine) as conn:
+        with self._engine.connect() as conn, conn.begin():
+            index.prefer_index(conn)
             found = index.find_files(conn, table.id, {index.file_key(e) for e in entries})
             if table.shape.has_primary_key:
                 for partition, bucket in sorted(leveled):
