@@ -83,11 +83,13 @@ _BY_NAME_LATERAL = text(
     FROM unnest(CAST(:names AS text[])) AS n(name)
     CROSS JOIN LATERAL (
         SELECT entry, added_in, removed_in FROM live_files WHERE table_id = :table_id AND file_name = n.name
+        OFFSET 0
     ) AS f
     """
 )
-"""One index probe per name (with `prefer_index`); a long `file_name IN (...)` list would be costed as a
-large share of a table thought small."""
+"""One index probe per name. `OFFSET 0` keeps the subquery from being flattened into a join, which a
+prepared statement's generic plan (made while commits named 10,000 files) could turn into a hash join
+over the whole index; a long `file_name IN (...)` list is costed as a scan of a table thought small."""
 
 
 def bucket_files(conn: Connection, table_id: str, partition: bytes, bucket: int) -> list[IndexedFile]:
