@@ -15,7 +15,6 @@ from sqlalchemy import Connection, Engine
 
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
-from coordinator.db.repositories import live_files as index
 from coordinator.domain.conflicts import Conflict
 from coordinator.domain.table_stats import FileDelta
 from coordinator.errors import CommitConflict, TableNotFound
@@ -98,7 +97,8 @@ def replay_recorded(engine: Engine, table: Table, group: Sequence[PendingCommit]
 
 def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:
     """One transaction for a set of table changes: every lease is still ours, every head pointer moves
-    from the expected snapshot to the change's last one, and every snapshot and history row is recorded.
+    from the expected snapshot to the change's last one (with the table's size), every snapshot and
+    history row is recorded, and the live-file index advances by the snapshots' deltas.
 
     Raises:
         Conflict: LOCK_LOST (a lease ran out) or LATEST_SNAPSHOT_MOVED; nothing is recorded then.
@@ -114,10 +114,7 @@ def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:
                 )
             repo.insert_snapshots(conn, table_id, [s.row(published=False) for s in change.snapshots])
             repo.insert_commits(conn, table_id, change.history)
-            for delta in change.deltas:
-                live_index.apply(conn, table_id, delta)
-            if change.snapshots:
-                index.set_index_snapshot(conn, table_id, change.snapshots[-1].id)
+            live_index.advance(conn, table_id, change.deltas)
 
 
 def _advance(conn: Connection, change: TableChange) -> bool:

@@ -95,6 +95,15 @@ class LiveIndex:
             )  # fmt: skip
 
 
+def advance(conn: Connection, table_id: str, deltas: Sequence[Delta]) -> None:
+    """Inside the commit point's transaction: advance the index by each new snapshot's delta, in order,
+    and record that it stands at the last one."""
+    for delta in deltas:
+        apply(conn, table_id, delta)
+    if deltas:
+        index.set_index_snapshot(conn, table_id, deltas[-1][0])
+
+
 def apply(conn: Connection, table_id: str, delta: Delta) -> None:
     """Advance the index by one snapshot's delta, inside the caller's transaction."""
     snapshot_id, entries = delta

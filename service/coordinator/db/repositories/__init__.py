@@ -1,7 +1,8 @@
 """Every query the service runs on its own tables, as small functions over a SQLAlchemy connection.
 
 By subject: `tables` (registration and the commit point's pointer), `snapshots`, `commits` (the
-history), `dashboard` (the read model of aggregates), `access` (tokens and the audit log) and `health`.
+history), `dashboard` (the read model of aggregates), `access` (tokens and the audit log), `health`,
+and `live_files` (the live-file index, used as `from coordinator.db.repositories import live_files`).
 The one exception is the lock table, whose statements live with the lease rules they implement in
 `coordinator.locks.lock_table`.
 
