@@ -7,13 +7,13 @@ grows by commits of `--batch` one-file messages over ten partitions, the files h
 parquet file per partition and commit (bench.coordinator_bench.link_files). Measured at about 1,000
 live files and again at the full size, on the same table, so every ratio compares like with like:
 
-- 1-file commit p50 (20 commits into a partition of their own),
+- 1-file commit p50 (20 commits, round robin into three small partitions of their own),
 - one commit of `--batch` files,
 - the service's resident memory (VmRSS, and its peak VmHWM) from /proc,
 - the first 1-file commit after a restart of the service, and the p50 after it.
 
 At the end pypaimon (the format's judge) and pypaimon-rust each count the table's rows from their scan
-plan and read the rows of the small partition; all must equal what was committed. Results go to
+plan and read the rows of the three small partitions; all must equal what was committed. Results go to
 bench/results/.
 """
 
@@ -26,8 +26,12 @@ import sys
 import tempfile
 import time
 import uuid
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pyarrow.fs as pafs
 
 REPO = Path(__file__).resolve().parent.parent
 for _path in (REPO / "service", REPO / "client", REPO):
@@ -44,11 +48,14 @@ from bench.coordinator_bench import (  # noqa: E402
 )
 from bench.data import ROWS_PER_FILE, rows  # noqa: E402
 from bench.procs import progress  # noqa: E402
+from bench.seaweed import BUCKET, pypaimon_options, seaweed, warehouse_uri  # noqa: E402
+from bench.seaweed import filesystem as s3_filesystem  # noqa: E402
 from bench.service import CoordinatorProcess, postgres_database, sqlite_url  # noqa: E402
 from bench.table_files import AppendTable  # noqa: E402
 
 PARTITIONS = [f"p{i:02d}" for i in range(10)]
-PROBE = "probe"
+PROBE_PARTITIONS = ["probe-a", "probe-b", "probe-c"]
+"""The 1-file commits go round robin to these small partitions, which the readers read back row by row."""
 PROBES = 20
 SMALL_TABLE = 1_000
 
@@ -58,17 +65,22 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=1_000_000)
     parser.add_argument("--batch", type=int, default=10_000)
     parser.add_argument("--database", choices=["postgres", "sqlite"], default="postgres")
+    parser.add_argument("--store", choices=["local", "s3"], default="local")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="coordinator-large-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="coordinator-large-") as tmp, ExitStack() as stack:
         root = Path(tmp)
-        warehouse = root / "warehouse"
-        warehouse.mkdir()
-        if args.database == "postgres":
-            with postgres_database() as url:
-                result = run(url, warehouse, root / "service.log", args.files, args.batch)
+        if args.store == "s3":
+            endpoint = stack.enter_context(seaweed(root / "weed"))
+            store = Store.s3(endpoint)
         else:
-            result = run(sqlite_url(root), warehouse, root / "service.log", args.files, args.batch)
+            store = Store.local(root / "warehouse")
+        if args.database == "postgres":
+            url = stack.enter_context(postgres_database())
+        else:
+            url = sqlite_url(root)
+        result = run(url, store, root / "service.log", args.files, args.batch)
     result["database"] = args.database
+    result["store"] = args.store
     report(result)
     out = REPO / "bench" / "results" / f"large_table-{time.strftime('%Y%m%dT%H%M%S')}.json"
     out.parent.mkdir(exist_ok=True)
@@ -77,10 +89,37 @@ def main() -> int:
     return 0
 
 
-def run(url: str, warehouse: Path, log: Path, files: int, batch: int) -> dict[str, Any]:
-    with CoordinatorProcess(url, warehouse, log) as service, new_client(service.url) as client:
-        table, _ = create_table(client, "large")
-        job = Job(client, table)
+@dataclass(frozen=True)
+class Store:
+    """Where the table lives: a local folder, or a bucket of a SeaweedFS started for the run."""
+
+    warehouse: str
+    """The service's --warehouse."""
+    filesystem: pafs.FileSystem | None
+    """Writes the data files; None: local disk, where growth files are hard links of real ones."""
+    catalog: dict[str, str]
+    """pypaimon's catalog options for reading the table back."""
+
+    @classmethod
+    def local(cls, folder: Path) -> Store:
+        folder.mkdir()
+        return cls(str(folder), None, {"warehouse": str(folder)})
+
+    @classmethod
+    def s3(cls, endpoint: str) -> Store:
+        return cls(
+            warehouse_uri(endpoint, "wh"),
+            s3_filesystem(endpoint),
+            {"warehouse": f"s3://{BUCKET}/wh", **pypaimon_options(endpoint)},
+        )
+
+
+def run(url: str, store: Store, log: Path, files: int, batch: int) -> dict[str, Any]:
+    with CoordinatorProcess(url, store.warehouse, log) as service, new_client(service.url) as client:
+        _, answer = create_table(client, "large")
+        # The location as a path of the store (an object store's answer may carry a scheme).
+        location = str(answer["location"]).split("://", 1)[-1]
+        job = Job(client, AppendTable({**answer, "location": location}, store.filesystem))
         job.grow(SMALL_TABLE)
         small = {"live_files": job.files, **job.measure(batch), "memory": memory(service.pid)}
         progress(f"at {job.files:,} files: {small}")
@@ -101,7 +140,7 @@ def run(url: str, warehouse: Path, log: Path, files: int, batch: int) -> dict[st
             "memory": memory(service.pid),
         }
         progress(f"after a restart: {restart}")
-        verified = verify(warehouse, table, job)
+        verified = verify(store, job)
     return {
         "batch": batch,
         "small": small,
@@ -119,24 +158,47 @@ class Job:
         self.client = client
         self.table = table
         self.files = 0
-        self.probe_ids: list[int] = []
+        self.probe_ids: dict[str, list[int]] = {dt: [] for dt in PROBE_PARTITIONS}
+        self._probes = 0
         self._user = f"bench-large-{uuid.uuid4().hex[:8]}"
         self._identifier = 0
+        self._templates: dict[str, dict[str, Any]] = {}
 
     def grow(self, count: int, partitions: list[str] = PARTITIONS) -> float:
         return self._grow(count, partitions)[0]
 
     def _grow(self, count: int, partitions: list[str]) -> tuple[float, dict[str, Any]]:
-        messages = link_files(self.table, count, partitions)
+        if self.table.filesystem is None:
+            messages = link_files(self.table, count, partitions)
+        else:
+            messages = self._named_after_templates(count, partitions)
         seconds, answer = self._commit(messages)
         self.files += count
         return seconds, answer
 
+    def _named_after_templates(self, count: int, partitions: list[str]) -> list[dict[str, Any]]:
+        """On an object store: one real file per partition, uploaded once; the other messages name new
+        files with its metadata, objects that are never uploaded (a commit never opens a data file, and
+        200,000 uploads would make the run about uploads). Readers only count them from the plan."""
+        messages = []
+        for k in range(count):
+            dt = partitions[k % len(partitions)]
+            template = self._templates.get(dt)
+            if template is None:
+                template = self._templates[dt] = self.table.append_file(rows(dt, k * ROWS_PER_FILE))
+                meta = template
+            else:
+                meta = {**template, "fileName": f"data-{uuid.uuid4()}-0.parquet"}
+            messages.append({"partition": {"dt": dt}, "bucket": 0, "newFiles": [meta]})
+        return messages
+
     def one_file_commit(self) -> tuple[float, dict[str, Any]]:
-        first_id = 10_000_000 + len(self.probe_ids) * ROWS_PER_FILE
-        meta = self.table.append_file(rows(PROBE, first_id))
-        self.probe_ids.extend(range(first_id, first_id + ROWS_PER_FILE))
-        seconds, answer = self._commit([{"partition": {"dt": PROBE}, "bucket": 0, "newFiles": [meta]}])
+        dt = PROBE_PARTITIONS[self._probes % len(PROBE_PARTITIONS)]
+        first_id = 10_000_000 + self._probes * ROWS_PER_FILE
+        self._probes += 1
+        meta = self.table.append_file(rows(dt, first_id))
+        self.probe_ids[dt].extend(range(first_id, first_id + ROWS_PER_FILE))
+        seconds, answer = self._commit([{"partition": {"dt": dt}, "bucket": 0, "newFiles": [meta]}])
         self.files += 1
         return seconds, answer
 
@@ -169,50 +231,59 @@ def memory(pid: int) -> dict[str, float]:
     return {"rss_mb": round(fields["VmRSS"], 1), "peak_mb": round(fields["VmHWM"], 1)}
 
 
-def verify(warehouse: Path, table: AppendTable, job: Job) -> dict[str, Any]:
-    """pypaimon and pypaimon-rust each count every row from their scan plan and read the probe
-    partition's rows; both must equal what was committed."""
+def verify(store: Store, job: Job) -> dict[str, Any]:
+    """pypaimon and pypaimon-rust each count every row from their scan plan and read the rows of each
+    probe partition; all must equal what was committed. On S3 only pypaimon reads (pypaimon-rust's
+    object-store options are not wired here)."""
     started = time.perf_counter()
     committed = job.files * ROWS_PER_FILE
     result: dict[str, Any] = {"committed_rows": committed}
-    for reader in (_pypaimon, _pypaimon_rust):
-        counted, probe_ids = reader(warehouse, table.id)
+    readers = [_pypaimon] if store.filesystem is not None else [_pypaimon, _pypaimon_rust]
+    for reader in readers:
+        counted, probe_ids = reader(store.catalog, job.table.id)
+        expected = {dt: sorted(ids) for dt, ids in job.probe_ids.items()}
         result[reader.__name__.strip("_")] = {
             "row_count": counted,
-            "probe_rows_equal": probe_ids == job.probe_ids,
+            "partitions_read": len(probe_ids),
+            "probe_rows_equal": probe_ids == expected,
         }
-        if counted != committed or probe_ids != job.probe_ids:
+        if counted != committed or probe_ids != expected:
             raise RuntimeError(f"{reader.__name__} disagrees with what was committed: {result}")
     result["seconds"] = round(time.perf_counter() - started, 1)
     return result
 
 
-def _pypaimon(warehouse: Path, table_id: str) -> tuple[int, list[int]]:
+def _pypaimon(catalog: dict[str, str], table_id: str) -> tuple[int, dict[str, list[int]]]:
     from pypaimon import CatalogFactory
 
-    read_table = CatalogFactory.create({"warehouse": str(warehouse)}).get_table(table_id)
+    read_table = CatalogFactory.create(catalog).get_table(table_id)
     splits = read_table.new_read_builder().new_scan().plan().splits()
     counted = sum(f.row_count for split in splits for f in split.files)
-    builder = read_table.new_read_builder()
-    builder = builder.with_filter(builder.new_predicate_builder().equal("dt", PROBE))
-    probe = builder.new_read().to_arrow(builder.new_scan().plan().splits())
-    return counted, sorted(probe.column("id").to_pylist())
+    ids = {}
+    for dt in PROBE_PARTITIONS:
+        builder = read_table.new_read_builder()
+        builder = builder.with_filter(builder.new_predicate_builder().equal("dt", dt))
+        probe = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+        ids[dt] = sorted(probe.column("id").to_pylist())
+    return counted, ids
 
 
-def _pypaimon_rust(warehouse: Path, table_id: str) -> tuple[int, list[int]]:
+def _pypaimon_rust(catalog: dict[str, str], table_id: str) -> tuple[int, dict[str, list[int]]]:
     import pyarrow as pa
     import pypaimon_rust.datafusion as rust
 
-    read_table = rust.PaimonCatalog({"warehouse": str(warehouse)}).get_table(table_id)
+    read_table = rust.PaimonCatalog(catalog).get_table(table_id)
     counted = sum(s.row_count() for s in read_table.new_read_builder().new_scan().plan().splits())
-    builder = read_table.new_read_builder()
-    builder.with_filter({"method": "equal", "field": "dt", "literals": [PROBE]})
-    reader = builder.new_read().read_arrow(builder.new_scan().plan().splits())
-    batches = []
-    while (batch := reader.read_next_batch()) is not None:
-        batches.append(batch)
-    ids = pa.Table.from_batches(batches).column("id").to_pylist() if batches else []
-    return counted, sorted(ids)
+    ids = {}
+    for dt in PROBE_PARTITIONS:
+        builder = read_table.new_read_builder()
+        builder.with_filter({"method": "equal", "field": "dt", "literals": [dt]})
+        reader = builder.new_read().read_arrow(builder.new_scan().plan().splits())
+        batches = []
+        while (batch := reader.read_next_batch()) is not None:
+            batches.append(batch)
+        ids[dt] = sorted(pa.Table.from_batches(batches).column("id").to_pylist()) if batches else []
+    return counted, ids
 
 
 def report(result: dict[str, Any]) -> None:
@@ -238,7 +309,8 @@ def report(result: dict[str, Any]) -> None:
         ("first 1-file commit after a restart", "", f"{restart['first_commit_s']:.2f} s", "", "< 2 s"),
         ("1-file commit p50 after the restart", "", ms(restart["p50_after_s"]), "", ""),
     ]
-    print(f"\nlarge table on {result['database']}: {small['live_files']:,} -> {large['live_files']:,} files")
+    where = f"{result['database']}, {result['store']} store"
+    print(f"\nlarge table on {where}: {small['live_files']:,} -> {large['live_files']:,} files")
     print("| metric | at ~1,000 files | at full size | ratio | target |")
     print("|---|---|---|---|---|")
     for row in table:

@@ -56,7 +56,7 @@ def postgres_database() -> Iterator[str]:
 class CoordinatorProcess:
     """`python -m coordinator.cli serve` on a free port; a context manager that always stops it."""
 
-    def __init__(self, database_url: str, warehouse: Path, log_path: Path) -> None:
+    def __init__(self, database_url: str, warehouse: Path | str, log_path: Path) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.warehouse = warehouse

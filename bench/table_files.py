@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from coordinator_client.format.partition_path import partition_path
@@ -23,8 +24,10 @@ from coordinator_client.spark.layout import arrow_type
 class AppendTable:
     """An append table as a writer knows it from the coordinator's TableResponse JSON."""
 
-    def __init__(self, table: dict[str, Any]) -> None:
+    def __init__(self, table: dict[str, Any], filesystem: pafs.FileSystem | None = None) -> None:
+        """`filesystem` writes the data files (an object store); without it they go to local disk."""
         schema = table["schema"]
+        self.filesystem = filesystem
         self.id: str = table["id"]
         self.location = Path(table["location"])
         self.fields = [(f["name"], parse_type(f["type"])) for f in schema["fields"]]
@@ -40,15 +43,17 @@ class AppendTable:
         """One data file of rows sharing a partition, in bucket 0; returns its DataFile JSON."""
         partition = {k: rows[0][k] for k in self.partition_keys}
         directory = self.location / self.partition_dir(partition) / "bucket-0"
-        directory.mkdir(parents=True, exist_ok=True)
         file_name = f"data-{uuid.uuid4()}-0.parquet"
         arrow = pa.Table.from_pylist([dict(r) for r in rows], schema=self.arrow_schema)
-        pq.write_table(arrow, directory / file_name)
-        return {
-            "fileName": file_name,
-            "fileSize": (directory / file_name).stat().st_size,
-            "rowCount": len(rows),
-        }
+        if self.filesystem is None:
+            directory.mkdir(parents=True, exist_ok=True)
+            pq.write_table(arrow, directory / file_name)
+            size = (directory / file_name).stat().st_size
+        else:
+            path = f"{directory}/{file_name}"
+            pq.write_table(arrow, path, filesystem=self.filesystem)
+            size = self.filesystem.get_file_info(path).size
+        return {"fileName": file_name, "fileSize": size, "rowCount": len(rows)}
 
     def message(self, row: dict[str, Any], **files: list[dict[str, Any]]) -> dict[str, Any]:
         """A commit message for the partition of `row` (bucket 0: the table is bucket-unaware)."""
