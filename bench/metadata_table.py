@@ -23,9 +23,8 @@ from coordinator_client.format.manifest import (
     SimpleStats,
     encode_manifest,
     encode_manifest_list,
-    manifest_file_meta,
-    partition_stats,
 )
+from coordinator_client.format.manifest_meta import manifest_file_meta, partition_stats
 from coordinator_client.format.schema import SchemaField, TableSchema
 from coordinator_client.format.snapshot import CommitKind, Snapshot, format_hint
 from coordinator_client.format.types import parse_type

@@ -9,8 +9,9 @@ from typing import Any, TypeVar, cast
 import anyio
 import httpx
 
-from coordinator_client._flows import Api, Flow, Pause, build_request, request_headers
+from coordinator_client._flows import Api
 from coordinator_client._scan import AsyncScanPlanStream
+from coordinator_client._steps import Flow, Pause, build_request, request_headers
 from coordinator_client.errors import TransportError
 from coordinator_client.models import (
     AuditListResponse,

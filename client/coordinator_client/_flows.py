@@ -32,8 +32,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -41,6 +40,7 @@ import httpx
 from pydantic import BaseModel
 
 from coordinator_client._scan import JSON_LINES
+from coordinator_client._steps import Flow, Pause, Send
 from coordinator_client.errors import (
     ApiError,
     CommitStateUnknown,
@@ -84,9 +84,6 @@ from coordinator_client.models import (
     TagModel,
 )
 
-USER_AGENT = "paimon-coordinator-client/0.1.0"
-USER_HEADER = "X-Coordinator-User"
-"""Who asks: the service records it as the commitUser of the maintenance actions in the history."""
 RETRY_AFTER_CAP_SECONDS = 30.0
 """A 503's Retry-After is honoured up to this many seconds."""
 
@@ -99,30 +96,6 @@ _GATEWAY_STATUSES = frozenset({502, 504})
 
 _T = TypeVar("_T")
 _M = TypeVar("_M", bound=BaseModel)
-
-
-@dataclass(frozen=True)
-class Send:
-    """One HTTP request for the driver to send; the driver replies with the httpx.Response."""
-
-    method: str
-    path: str
-    params: Mapping[str, str | int] | None = None
-    body: bytes | None = None
-    headers: Mapping[str, str] | None = None
-    stream: bool = False
-    """Hand back a 2xx answer unread, its body to be streamed (an error answer is read all the same)."""
-
-
-@dataclass(frozen=True)
-class Pause:
-    """Wait this long; the driver replies with None."""
-
-    seconds: float
-
-
-Step = Send | Pause
-Flow = Generator[Step, httpx.Response | None, _T]
 
 
 def _path(*parts: str | int) -> str:
@@ -418,19 +391,3 @@ class Api:
 
     def health(self) -> Flow[HealthResponse]:
         return (yield from self.call(Send("GET", _path("health")), HealthResponse))
-
-
-def request_headers(user: str | None, token: str | None, extra: Mapping[str, str] | None) -> dict[str, str]:
-    """The headers of every request. With a token the service knows who asks; without one (a service
-    running without access control) `user` names who asks, and maintenance records it."""
-    own = {"Accept": "application/json", "User-Agent": USER_AGENT}
-    if user is not None:
-        own[USER_HEADER] = user
-    if token is not None:
-        own["Authorization"] = f"Bearer {token}"
-    return {**own, **(extra or {})}
-
-
-def build_request(http: httpx.Client | httpx.AsyncClient, send: Send) -> httpx.Request:
-    params = {k: str(v) for k, v in send.params.items()} if send.params else None
-    return http.build_request(send.method, send.path, params=params, content=send.body, headers=send.headers)

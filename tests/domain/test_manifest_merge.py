@@ -17,9 +17,8 @@ from coordinator_client.format.manifest import (
     FileKind,
     ManifestEntry,
     ManifestFileMeta,
-    manifest_file_meta,
-    partition_stats,
 )
+from coordinator_client.format.manifest_meta import manifest_file_meta, partition_stats
 from tests.domain.builders import ADD, DELETE, append_shape, entry
 
 ENTRY_SIZE = 10

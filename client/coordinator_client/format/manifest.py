@@ -5,132 +5,32 @@ manifest-list fields (``_TOTAL_BUCKETS``, ``_EXTRA_FILES``); Java maps fields by
 Encoding and decoding use fastavro. Decoding reads with the writer's schema and tolerates absent
 optional and unknown extra fields, so files written by pypaimon, Java Paimon or older versions decode.
 
-Partition statistics design: :func:`manifest_file_meta` takes the partition ``SimpleStats`` ready-made,
-because comparing partition values needs the partition types, which this module does not know.
-:func:`partition_stats` computes them from the partition BinaryRows given a row decoder and encoder
-(e.g. ``binary_row.decode_row``/``encode_row`` bound to the partition types).
+The records themselves are in `format.manifest_model` (imported from here as before); how a manifest is
+described in its list, in `format.manifest_meta`.
 """
 
 from __future__ import annotations
 
 import io
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from enum import IntEnum
-from typing import Any, ClassVar, Final, Protocol, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
 import fastavro
 
+# The records, imported from here by every caller of the codec.
+from coordinator_client.format.manifest_model import EMPTY_ROW
+from coordinator_client.format.manifest_model import DataFileMeta as DataFileMeta
+from coordinator_client.format.manifest_model import FileIdentifier as FileIdentifier
+from coordinator_client.format.manifest_model import FileKind as FileKind
+from coordinator_client.format.manifest_model import ManifestEntry as ManifestEntry
+from coordinator_client.format.manifest_model import ManifestFileMeta as ManifestFileMeta
+from coordinator_client.format.manifest_model import SimpleStats as SimpleStats
+
 _VERSION: Final = 2
 _CODEC: Final = "zstandard"  # Paimon's default manifest.compression is zstd
-# A BinaryRow of arity 0: 4-byte arity plus the 8-byte header word (see binary_row.EMPTY_ROW).
-_EMPTY_ROW: Final = bytes(12)
 
 _T = TypeVar("_T")
-
-# --------------------------------------------------------------------------------------------------
-# Records
-# --------------------------------------------------------------------------------------------------
-
-
-class FileKind(IntEnum):
-    """Whether a manifest entry adds or deletes a data file."""
-
-    ADD = 0
-    DELETE = 1
-
-
-@dataclass(frozen=True, slots=True)
-class SimpleStats:
-    """Min/max BinaryRows and per-field null counts (``None`` counts mean unknown)."""
-
-    min_values: bytes
-    max_values: bytes
-    null_counts: tuple[int | None, ...] | None
-
-    EMPTY: ClassVar[SimpleStats]
-
-
-SimpleStats.EMPTY = SimpleStats(_EMPTY_ROW, _EMPTY_ROW, ())
-
-
-@dataclass(frozen=True, slots=True)
-class DataFileMeta:
-    """Metadata of one data file as stored in a manifest entry's ``_FILE`` record."""
-
-    file_name: str
-    file_size: int
-    row_count: int
-    min_key: bytes
-    max_key: bytes
-    key_stats: SimpleStats
-    value_stats: SimpleStats
-    min_sequence_number: int
-    max_sequence_number: int
-    schema_id: int
-    level: int
-    extra_files: tuple[str, ...] = ()
-    creation_time: int | None = None  # millis; Paimon stores local wall-clock time
-    delete_row_count: int | None = None
-    embedded_index: bytes | None = None
-    file_source: int | None = None  # 0 = APPEND, 1 = COMPACT
-    # () = no value stats (pypaimon's default), None = stats over every written column.
-    value_stats_cols: tuple[str, ...] | None = ()
-    external_path: str | None = None
-    first_row_id: int | None = None
-    write_cols: tuple[str, ...] | None = None
-    write_cols_sequences: tuple[int, ...] | None = None
-
-
-FileIdentifier = tuple[bytes, int, int, str, tuple[str, ...], bytes | None, str | None]
-
-
-@dataclass(frozen=True, slots=True)
-class ManifestEntry:
-    """One ADD or DELETE of a data file in a (partition, bucket)."""
-
-    kind: FileKind
-    partition: bytes
-    bucket: int
-    total_buckets: int
-    file: DataFileMeta
-
-    @property
-    def identifier(self) -> FileIdentifier:
-        """Identity used to match a DELETE with its ADD (Paimon's FileEntry.Identifier)."""
-        f = self.file
-        return (
-            self.partition,
-            self.bucket,
-            f.level,
-            f.file_name,
-            f.extra_files,
-            f.embedded_index,
-            f.external_path,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class ManifestFileMeta:
-    """One manifest file as listed in a manifest list."""
-
-    file_name: str
-    file_size: int
-    num_added_files: int
-    num_deleted_files: int
-    partition_stats: SimpleStats
-    schema_id: int
-    min_bucket: int | None = None
-    max_bucket: int | None = None
-    min_level: int | None = None
-    max_level: int | None = None
-    min_row_id: int | None = None
-    max_row_id: int | None = None
-    total_buckets: int | None = None
-    extra_files: tuple[str, ...] | None = None
-
 
 # --------------------------------------------------------------------------------------------------
 # Avro schemas. They go verbatim into each file header; the record encoders below must follow the
@@ -388,7 +288,7 @@ def _millis(value: object) -> int | None:
 
 def _stats_from(record: Mapping[str, Any]) -> SimpleStats:
     lo, hi, nulls = record["_MIN_VALUES"], record["_MAX_VALUES"], record.get("_NULL_COUNTS")
-    if lo == _EMPTY_ROW and hi == _EMPTY_ROW and nulls == []:
+    if lo == EMPTY_ROW and hi == EMPTY_ROW and nulls == []:
         return SimpleStats.EMPTY  # share the common empty-stats object across big manifests
     return SimpleStats(lo, hi, _tuple_or_none(nulls))
 
@@ -494,141 +394,3 @@ def decode_manifest_list(data: bytes) -> list[ManifestFileMeta]:
         return [_meta_from(r) for r in _records(data, "manifest list")]
     except KeyError as exc:
         raise ValueError(f"manifest-list record lacks required field {exc.args[0]}") from exc
-
-
-# --------------------------------------------------------------------------------------------------
-# Manifest-list metadata
-# --------------------------------------------------------------------------------------------------
-
-
-class _Ordered(Protocol):
-    def __lt__(self, other: object, /) -> bool: ...
-
-
-def partition_stats(
-    partitions: Iterable[bytes],
-    decode: Callable[[bytes], Sequence[object]],
-    encode: Callable[[Sequence[object]], bytes],
-    arity: int,
-) -> SimpleStats:
-    """Min/max (ignoring nulls) and null counts per partition field over one partition row per entry."""
-    mins: list[object] = [None] * arity
-    maxs: list[object] = [None] * arity
-    nulls = [0] * arity
-    # Entries share few partitions: decode each distinct row once, but count nulls per entry.
-    for raw, count in Counter(partitions).items():
-        values = decode(raw)
-        if len(values) != arity:
-            raise ValueError(f"partition row has {len(values)} fields, expected {arity}")
-        for i, value in enumerate(values):
-            if value is None:
-                nulls[i] += count
-                continue
-            lo, hi = mins[i], maxs[i]
-            if lo is None or cast(_Ordered, value) < lo:
-                mins[i] = value
-            if hi is None or cast(_Ordered, hi) < value:
-                maxs[i] = value
-    return SimpleStats(encode(mins), encode(maxs), tuple(nulls))
-
-
-def _row_id_range(entries: Sequence[ManifestEntry]) -> tuple[int | None, int | None]:
-    # Only meaningful when every file carries row ids (row tracking); otherwise unknown.
-    firsts = [e.file.first_row_id for e in entries]
-    if not entries or any(first is None for first in firsts):
-        return None, None
-    starts = cast(list[int], firsts)
-    ends = [start + e.file.row_count - 1 for start, e in zip(starts, entries, strict=True)]
-    return min(starts), max(ends)
-
-
-def manifest_file_meta(
-    file_name: str,
-    file_size: int,
-    entries: Sequence[ManifestEntry],
-    schema_id: int,
-    partition_stats: SimpleStats,
-) -> ManifestFileMeta:
-    """Describe a manifest file of ``entries`` for a manifest list: counts, bucket/level/row-id ranges."""
-    added = sum(1 for e in entries if e.kind == FileKind.ADD)
-    buckets = [e.bucket for e in entries]
-    levels = [e.file.level for e in entries]
-    # pypaimon prunes manifests by bucket only with one common positive bucket count; anything else
-    # (bucket-unaware -1, postpone -2, or rescaled partitions) must stay unknown.
-    counts = {e.total_buckets for e in entries}
-    total_buckets = next(iter(counts)) if len(counts) == 1 else None
-    if total_buckets is not None and total_buckets <= 0:
-        total_buckets = None
-    min_row_id, max_row_id = _row_id_range(entries)
-    return ManifestFileMeta(
-        file_name=file_name,
-        file_size=file_size,
-        num_added_files=added,
-        num_deleted_files=len(entries) - added,
-        partition_stats=partition_stats,
-        schema_id=schema_id,
-        min_bucket=min(buckets, default=None),
-        max_bucket=max(buckets, default=None),
-        min_level=min(levels, default=None),
-        max_level=max(levels, default=None),
-        min_row_id=min_row_id,
-        max_row_id=max_row_id,
-        total_buckets=total_buckets,
-    )
-
-
-def combined_meta(
-    file_name: str,
-    file_size: int,
-    metas: Sequence[ManifestFileMeta],
-    decode: Callable[[bytes], Sequence[object]],
-    encode: Callable[[Sequence[object]], bytes],
-    arity: int,
-) -> ManifestFileMeta:
-    """Describe a manifest that holds exactly the entries of `metas` (see `concatenate_manifests`), from
-    their own descriptions: counts add up, ranges widen, partition statistics combine field by field."""
-
-    def widest(values: Sequence[int | None], pick: Callable[[Sequence[int]], int]) -> int | None:
-        return None if any(v is None for v in values) else pick(cast(Sequence[int], values))
-
-    buckets = {m.total_buckets for m in metas}
-    return ManifestFileMeta(
-        file_name=file_name,
-        file_size=file_size,
-        num_added_files=sum(m.num_added_files for m in metas),
-        num_deleted_files=sum(m.num_deleted_files for m in metas),
-        partition_stats=_combined_stats([m.partition_stats for m in metas], decode, encode, arity),
-        schema_id=max(m.schema_id for m in metas),
-        min_bucket=widest([m.min_bucket for m in metas], min),
-        max_bucket=widest([m.max_bucket for m in metas], max),
-        min_level=widest([m.min_level for m in metas], min),
-        max_level=widest([m.max_level for m in metas], max),
-        min_row_id=widest([m.min_row_id for m in metas], min),
-        max_row_id=widest([m.max_row_id for m in metas], max),
-        total_buckets=next(iter(buckets)) if len(buckets) == 1 else None,
-    )
-
-
-def _combined_stats(
-    stats: Sequence[SimpleStats],
-    decode: Callable[[bytes], Sequence[object]],
-    encode: Callable[[Sequence[object]], bytes],
-    arity: int,
-) -> SimpleStats:
-    if arity == 0:
-        return SimpleStats(_EMPTY_ROW, _EMPTY_ROW, ())
-    lows: list[object] = [None] * arity
-    highs: list[object] = [None] * arity
-    nulls: list[int | None] = [0] * arity
-    for stat in stats:
-        low, high = decode(stat.min_values), decode(stat.max_values)
-        counts = stat.null_counts
-        for i in range(arity):
-            if low[i] is not None and (lows[i] is None or cast(_Ordered, low[i]) < lows[i]):
-                lows[i] = low[i]
-            if high[i] is not None and (highs[i] is None or cast(_Ordered, highs[i]) < high[i]):
-                highs[i] = high[i]
-            count = counts[i] if counts is not None and i < len(counts) else None
-            total = nulls[i]
-            nulls[i] = None if total is None or count is None else total + count
-    return SimpleStats(encode(lows), encode(highs), tuple(nulls))

@@ -21,15 +21,13 @@ from coordinator_client.format.manifest import (
     ManifestEntry,
     ManifestFileMeta,
     SimpleStats,
-    combined_meta,
     concatenate_manifests,
     decode_manifest,
     decode_manifest_list,
     encode_manifest,
     encode_manifest_list,
-    manifest_file_meta,
-    partition_stats,
 )
+from coordinator_client.format.manifest_meta import combined_meta, manifest_file_meta, partition_stats
 from coordinator_client.format.snapshot import Snapshot
 
 if TYPE_CHECKING:
