@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO / "client"), str(REPO / "service"), str(REPO)]
 
 from bench.metadata_table import MetadataTable, partition_name, write_metadata_table  # noqa: E402
+from bench.procs import stop_process  # noqa: E402
 from bench.service import free_port  # noqa: E402
 from coordinator_client import CoordinatorClient  # noqa: E402
 
@@ -76,12 +77,7 @@ def service(source: Path, warehouse: Path, work: Path) -> Iterator[tuple[str, in
                 time.sleep(0.1)
         yield url, process.pid
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
 
 def measure(

@@ -21,6 +21,8 @@ from pathlib import Path
 import httpx
 import pyarrow.fs as pafs
 
+from bench.procs import stop_process
+
 BUCKET = "bucket"
 ACCESS_KEY = "bench"
 SECRET_KEY = "bench-secret"
@@ -47,12 +49,7 @@ def seaweed(data_dir: Path) -> Iterator[str]:
         _wait_ready(f"http://127.0.0.1:{s3}/", process)
         yield f"127.0.0.1:{s3}"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
 
 def filesystem(endpoint: str) -> pafs.S3FileSystem:

@@ -15,6 +15,8 @@ from types import TracebackType
 
 import httpx
 
+from bench.procs import stop_process
+
 REPO = Path(__file__).resolve().parent.parent
 PG_SERVER = os.environ.get("COORDINATOR_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432")
 START_TIMEOUT_S = 60.0
@@ -110,12 +112,7 @@ class CoordinatorProcess:
         process, self._process = self._process, None
         if process is None or process.poll() is not None:
             return
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
     @property
     def pid(self) -> int:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 from sqlalchemy import Connection, Engine
 
+from coordinator.db.engine import read_only
 from coordinator.db.repositories import live_files as index
 from coordinator.domain.committable import OverwriteTarget, ResolvedCommittable
 from coordinator.domain.live_files import LiveFiles
@@ -74,6 +75,10 @@ class LiveIndex:
         self, table: Table, latest: int, load: Callable[[int], Snapshot], manifests: ManifestStore
     ) -> None:
         """Under the table's lock: bring the index to snapshot `latest`."""
+        # Nearly always current: one read, no write transaction, on the commit path.
+        with read_only(self._engine) as conn:
+            if index.index_snapshot(conn, table.id) == latest:
+                return
         with self._engine.begin() as conn:
             at = index.index_snapshot(conn, table.id)
             if at == latest:
