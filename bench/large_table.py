@@ -48,10 +48,10 @@ from bench.coordinator_bench import (  # noqa: E402
 )
 from bench.data import ROWS_PER_FILE, rows  # noqa: E402
 from bench.procs import progress  # noqa: E402
-from bench.seaweed import BUCKET, pypaimon_options, seaweed, warehouse_uri  # noqa: E402
-from bench.seaweed import filesystem as s3_filesystem  # noqa: E402
 from bench.service import CoordinatorProcess, postgres_database, sqlite_url  # noqa: E402
 from bench.table_files import AppendTable  # noqa: E402
+from tests.seaweed import BUCKET, pypaimon_options, seaweed, warehouse_uri  # noqa: E402
+from tests.seaweed import filesystem as s3_filesystem  # noqa: E402
 
 PARTITIONS = [f"p{i:02d}" for i in range(10)]
 PROBE_PARTITIONS = ["probe-a", "probe-b", "probe-c"]

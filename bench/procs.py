@@ -5,7 +5,6 @@ from __future__ import annotations
 import multiprocessing as mp
 import queue
 import signal
-import subprocess
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -115,16 +114,6 @@ def launch_together(writer: Writer, jobs: Sequence[dict[str, Any]]) -> tuple[flo
     if errors:
         raise RuntimeError("writer failed:\n" + errors[0])
     return released, reports
-
-
-def stop_process(process: subprocess.Popen[bytes], timeout: float = 20) -> None:
-    """SIGTERM and wait (a server shuts down cleanly); SIGKILL if it hangs."""
-    process.terminate()
-    try:
-        process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def progress(message: str) -> None:

@@ -1,4 +1,6 @@
-"""Fixtures: every behaviour test runs on SQLite and on the PostgreSQL server at 127.0.0.1:5432."""
+"""Fixtures: every behaviour test runs on SQLite and on the PostgreSQL server at 127.0.0.1:5432; the
+storage-touching modules (those that set `STORES = ("local", "s3")`) also run on a real S3 store
+(SeaweedFS on loopback, started once per session)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from coordinator.db.migrate import upgrade
 from coordinator.db.models import Base
 from coordinator.services import Services
 from coordinator.settings import Settings
+from tests.seaweed import BUCKET, SeaweedFS
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -40,6 +43,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         callspec = getattr(item, "callspec", None)
         if callspec is not None and "postgres" in callspec.params.values():
             item.add_marker(pytest.mark.postgres)
+        if callspec is not None and callspec.params.get("store") == "s3":
+            item.add_marker(pytest.mark.s3)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A module opts into the S3 tier with `STORES = ("local", "s3")`; others run on local disk."""
+    if "store" in metafunc.fixturenames:
+        stores = getattr(metafunc.module, "STORES", ("local",))
+        metafunc.parametrize("store", stores, indirect=True)
 
 
 PG_SERVER = os.environ.get("COORDINATOR_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432")
@@ -90,11 +102,40 @@ def warehouse(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def seaweedfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedFS]:
+    """One SeaweedFS S3 store for the session; it sets the AWS_* environment that clients read."""
+    store = SeaweedFS(tmp_path_factory.mktemp("seaweedfs") / "data")
+    store.start()
+    try:
+        yield store
+    finally:
+        store.stop()
+
+
 @pytest.fixture
-def settings(database_url: str, warehouse: Path) -> Settings:
+def store(request: pytest.FixtureRequest) -> str:
+    """Where this test's warehouse lives: "local" or "s3" (see pytest_generate_tests)."""
+    kind: str = request.param
+    if kind == "s3":
+        request.getfixturevalue("seaweedfs")
+    return kind
+
+
+@pytest.fixture
+def warehouse_location(store: str, warehouse: Path) -> str:
+    """The warehouse the service is given: the local folder, or a fresh prefix of the S3 bucket (the
+    endpoint comes from AWS_ENDPOINT_URL, as a deployment would set it)."""
+    if store == "s3":
+        return f"s3://{BUCKET}/wh-{uuid.uuid4().hex[:12]}"
+    return str(warehouse)
+
+
+@pytest.fixture
+def settings(database_url: str, warehouse_location: str) -> Settings:
     return Settings(
         database_url=database_url,
-        warehouse=str(warehouse),
+        warehouse=warehouse_location,
         auto_migrate=False,
         lock_lease_seconds=5,
         lock_acquire_timeout_seconds=20,

@@ -7,6 +7,7 @@ writer would (Paimon's hash and partition naming) and describe each file as a co
 from __future__ import annotations
 
 import hashlib
+import os
 import uuid
 from collections.abc import Sequence
 from datetime import date
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from coordinator_client import CoordinatorClient
@@ -23,7 +25,8 @@ from coordinator_client.format.binary_row import encode_row
 from coordinator_client.format.bucket import bucket_of
 from coordinator_client.format.partition_path import partition_path
 from coordinator_client.format.types import parse_type
-from coordinator_client.spark.layout import arrow_type
+from coordinator_client.spark.layout import arrow_type, filesystem
+from tests.seaweed import pypaimon_options
 
 if TYPE_CHECKING:
     from fastapi.testclient import TestClient
@@ -37,7 +40,8 @@ class PaimonTable:
     def __init__(self, table: dict[str, Any]) -> None:
         schema = table["schema"]
         self.id: str = table["id"]
-        self.location = Path(table["location"])
+        self.location: str = table["location"]
+        self._fs, self._root = filesystem(self.location)
         self.fields = [(f["name"], parse_type(f["type"])) for f in schema["fields"]]
         self.types = dict(self.fields)
         self.partition_keys: list[str] = schema["partitionKeys"]
@@ -46,16 +50,21 @@ class PaimonTable:
         self.buckets = int(schema["options"].get("bucket", "-1"))
 
     @property
+    def path(self) -> Path:
+        """The folder of a table on local disk (for the tests that look at its files directly)."""
+        return Path(self.location)
+
+    @property
     def manifest_dir(self) -> Path:
-        return self.location / "manifest"
+        return self.path / "manifest"
 
     @property
     def snapshot_dir(self) -> Path:
-        return self.location / "snapshot"
+        return self.path / "snapshot"
 
     @property
     def schema_dir(self) -> Path:
-        return self.location / "schema"
+        return self.path / "schema"
 
     def partition_dir(self, partition: dict[str, Any]) -> str:
         names = self.partition_keys
@@ -70,13 +79,14 @@ class PaimonTable:
     def _write(
         self, partition: dict[str, Any], bucket: int, arrow: pa.Table, name: str | None
     ) -> dict[str, Any]:
-        directory = self.location / self.partition_dir(partition) / f"bucket-{bucket}"
-        directory.mkdir(parents=True, exist_ok=True)
+        directory = "/".join(p for p in (self._root, self.partition_dir(partition), f"bucket-{bucket}") if p)
         file_name = name or f"data-{uuid.uuid4()}-0.parquet"  # unique per call, safe from any thread
-        pq.write_table(arrow, directory / file_name)
+        if isinstance(self._fs, pafs.LocalFileSystem):
+            self._fs.create_dir(directory, recursive=True)  # object stores have no folders to make
+        pq.write_table(arrow, f"{directory}/{file_name}", filesystem=self._fs)
         return {
             "fileName": file_name,
-            "fileSize": (directory / file_name).stat().st_size,
+            "fileSize": self._fs.get_file_info(f"{directory}/{file_name}").size,
             "rowCount": arrow.num_rows,
         }
 
@@ -143,11 +153,11 @@ def json_value(value: Any) -> Any:
     return value
 
 
-def pypaimon_table(warehouse: Path, table_id: str, snapshot_id: int | None = None) -> pa.Table:
+def pypaimon_table(warehouse: Path | str, table_id: str, snapshot_id: int | None = None) -> pa.Table:
     """Every row pypaimon reads from the table (at a snapshot), through a fresh filesystem catalog."""
     from pypaimon import CatalogFactory
 
-    table = CatalogFactory.create({"warehouse": str(warehouse)}).get_table(table_id)
+    table = CatalogFactory.create(pypaimon_catalog_options(str(warehouse))).get_table(table_id)
     if snapshot_id is not None:
         table = table.copy({"scan.snapshot-id": str(snapshot_id)})
     builder = table.new_read_builder()
@@ -155,7 +165,17 @@ def pypaimon_table(warehouse: Path, table_id: str, snapshot_id: int | None = Non
     return arrow if arrow is not None else pa.table({})
 
 
-def pypaimon_rows(warehouse: Path, table_id: str, snapshot_id: int | None = None) -> list[dict[str, Any]]:
+def pypaimon_catalog_options(warehouse: str) -> dict[str, str]:
+    """pypaimon's filesystem catalog on `warehouse`; on S3, the store the AWS_* environment names."""
+    if not warehouse.startswith("s3://"):
+        return {"warehouse": warehouse}
+    endpoint = os.environ["AWS_ENDPOINT_URL"].removeprefix("http://")
+    return {"warehouse": warehouse, **pypaimon_options(endpoint)}
+
+
+def pypaimon_rows(
+    warehouse: Path | str, table_id: str, snapshot_id: int | None = None
+) -> list[dict[str, Any]]:
     """Every row pypaimon reads from the table (at a snapshot), sorted for comparison."""
     return sorted_rows(pypaimon_table(warehouse, table_id, snapshot_id).to_pylist())
 
@@ -234,13 +254,17 @@ def deletion_of(f: dict[str, Any]) -> dict[str, Any]:
     return {k: f[k] for k in ("fileName", "fileSize", "rowCount", "minKey", "maxKey", "level")}
 
 
-def tree_digest(root: Path) -> dict[str, str]:
-    """Every file under `root` and the hash of its bytes, to show storage did not change."""
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
+def tree_digest(root: Path | str) -> dict[str, str]:
+    """Every file under `root` (a folder or an S3 location) and the hash of its bytes, to show storage
+    did not change."""
+    fs, path = filesystem(str(root))
+    infos = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+    digest = {}
+    for info in sorted(infos, key=lambda i: i.path):
+        if info.type == pafs.FileType.File:
+            with fs.open_input_stream(info.path) as f:
+                digest[info.path[len(path) :].lstrip("/")] = hashlib.sha256(f.read()).hexdigest()
+    return digest
 
 
 def commit(

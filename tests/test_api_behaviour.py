@@ -32,12 +32,12 @@ def test_lock_held_past_the_acquire_timeout_is_a_503_with_retry_after(settings: 
         services = api.app.state.services  # type: ignore[attr-defined]
         lease = services.locks.acquire(f"table:{table.id}", "a-long-compaction", timeout_seconds=1)
         body = _body(table, "w", 1, {"id": 1})
-        before = sorted(p.name for p in table.location.rglob("*"))
+        before = sorted(p.name for p in table.path.rglob("*"))
         response = api.post(f"/tables/{table.id}/commits", json=body)
         assert response.status_code == 503
         assert int(response.headers["Retry-After"]) >= 1
         assert response.json()["code"] == "LOCK_UNAVAILABLE"
-        assert sorted(p.name for p in table.location.rglob("*")) == before
+        assert sorted(p.name for p in table.path.rglob("*")) == before
         held = api.get("/locks").json()["locks"]
         assert [(lock["lockId"], lock["owner"], lock["epoch"]) for lock in held] == [
             (f"table:{table.id}", "a-long-compaction", lease.epoch)

@@ -124,9 +124,7 @@ def test_two_processes_eight_writers(two_services: list[ServiceProcess], warehou
     assert all(len(r.snapshots) == 1 for _, _, r in results)
     ids = sorted(r.snapshots[0].id for _, _, r in results)
     assert ids == list(range(1, WRITERS * COMMITS + 1))
-    snapshot_files = {
-        p.name for p in (table.location / "snapshot").iterdir() if p.name.startswith("snapshot-")
-    }
+    snapshot_files = {p.name for p in (table.path / "snapshot").iterdir() if p.name.startswith("snapshot-")}
     assert snapshot_files == {f"snapshot-{i}" for i in ids}
     rows = pypaimon_rows(warehouse, table.id)
     assert sorted(r["id"] for r in rows) == sorted(

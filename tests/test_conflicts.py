@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -138,12 +139,12 @@ def test_resend_is_deduplicated(api: TestClient) -> None:
     message = table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=0)])
     first = post(api, table, [message], user="stream-1", identifier=7)
     assert first.status_code == 201
-    snapshot_files = sorted((table.location / "snapshot").iterdir())
+    snapshot_files = sorted((table.path / "snapshot").iterdir())
     again = post(api, table, [message], user="stream-1", identifier=7)
     assert again.status_code == 200
     assert again.json()["deduplicated"] is True
     assert again.json()["snapshots"] == first.json()["snapshots"]
-    assert sorted((table.location / "snapshot").iterdir()) == snapshot_files
+    assert sorted((table.path / "snapshot").iterdir()) == snapshot_files
     outcome = api.get(f"/tables/{table.id}/commits/stream-1/7").json()
     assert outcome["status"] == "committed"
     assert outcome["snapshots"] == first.json()["snapshots"]
@@ -226,6 +227,10 @@ def test_validation_is_timed_and_inside_the_total(services: Services) -> None:
         CreateTableRequest(database="db", name="wide", fields=[FieldSpec(name="id", type="BIGINT")])
     )
     files = [{"fileName": f"data-{i}.parquet", "fileSize": 1, "rowCount": 1} for i in range(3000)]
+    bucket = Path(table.location) / "bucket-0"
+    bucket.mkdir()
+    for f in files:
+        (bucket / f["fileName"]).write_bytes(b"x")  # the commit checks each file is there, of its size
     request = CommitRequest.model_validate(
         {"commitUser": "w", "messages": [{"partition": {}, "bucket": 0, "newFiles": files}]}
     )

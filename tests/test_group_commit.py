@@ -109,11 +109,11 @@ def lock_epoch(services: Services, table: PaimonTable) -> int:
 
 
 def snapshot_files(table: PaimonTable) -> list[str]:
-    return sorted(p.name for p in (table.location / "snapshot").glob("snapshot-*"))
+    return sorted(p.name for p in (table.path / "snapshot").glob("snapshot-*"))
 
 
 def manifest_files(table: PaimonTable) -> set[str]:
-    return {p.name for p in (table.location / "manifest").iterdir()}
+    return {p.name for p in (table.path / "manifest").iterdir()}
 
 
 def test_waiting_commits_share_one_lock_hold(
@@ -133,7 +133,7 @@ def test_waiting_commits_share_one_lock_hold(
     assert {queued.response(f"w{n}").group_size for n in range(6)} == {6}
     assert lock_epoch(services, table) == outside.epoch + 1  # one acquisition for the six commits
     assert snapshot_files(table) == [f"snapshot-{i}" for i in range(1, 7)]
-    assert (table.location / "snapshot" / "LATEST").read_text() == "6"
+    assert (table.path / "snapshot" / "LATEST").read_text() == "6"
     assert pypaimon_rows(warehouse, table.id) == sorted_rows([{"id": n, "w": f"w{n}"} for n in range(6)])
     history = api.get(f"/tables/{table.id}/commits").json()["commits"]
     assert sorted(c["commitUser"] for c in history if c["outcome"] == "committed") == [
@@ -280,5 +280,5 @@ def test_a_lock_busy_past_the_timeout_answers_every_waiting_commit(settings: Any
             queued.send(f"w{n}", append_body(table, f"writer-{n}", 1, {"id": n, "w": "x"}))
         queued.join()
         assert all(isinstance(queued.error(f"w{n}"), LockUnavailable) for n in range(3))
-        assert not (table.location / "snapshot" / "snapshot-1").exists()
+        assert not (table.path / "snapshot" / "snapshot-1").exists()
         services.locks.release(outside)

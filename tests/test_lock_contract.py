@@ -345,7 +345,7 @@ def test_the_service_commits_under_hive_locks_and_fences_a_released_holder(
                 zombie.resume()
             assert fenced.value.conflict.type == "LOCK_LOST"
             assert pypaimon_rows(warehouse, table.id) == [{"id": 1}]
-            assert not (table.location / "snapshot" / "snapshot-2").exists()
+            assert not (table.path / "snapshot" / "snapshot-2").exists()
 
 
 def _append(table: PaimonTable, user: str, row: int) -> dict[str, Any]:

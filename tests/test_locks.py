@@ -81,7 +81,7 @@ def test_holder_resuming_after_its_lease_cannot_commit(settings: Settings, wareh
                 },
             }
         )
-        manifest_dir = table.location / "manifest"
+        manifest_dir = table.path / "manifest"
         # The zombie takes the lock, writes its manifests, then stalls (a GC pause, a frozen VM) just
         # before its commit point, and its lease is taken from it.
         zombie = PausedCall(
@@ -100,7 +100,7 @@ def test_holder_resuming_after_its_lease_cannot_commit(settings: Settings, wareh
             zombie.resume()
         assert fenced.value.conflict.type == "LOCK_LOST"
         assert fenced.value.conflict.retryable is True
-        assert not (table.location / "snapshot" / "snapshot-2").exists()
+        assert not (table.path / "snapshot" / "snapshot-2").exists()
         # The zombie's manifests are gone; the winner's stay.
         assert set(manifest_dir.iterdir()) == winners_manifests
         assert pypaimon_rows(warehouse, table.id) == [{"id": 1, "v": "winner"}]
@@ -143,7 +143,7 @@ def test_a_holder_that_saw_its_lease_lost_writes_nothing(
         with pytest.raises(CommitConflict) as fenced:
             holder.resume()
         assert (fenced.value.conflict.type, fenced.value.conflict.retryable) == ("LOCK_LOST", True)
-        assert not (table.location / "manifest").exists() or not any((table.location / "manifest").iterdir())
+        assert not (table.path / "manifest").exists() or not any((table.path / "manifest").iterdir())
         assert services.tables.latest_snapshot_id(table.id) == 0
     finally:
         services.close()

@@ -50,10 +50,10 @@ def expire(api: TestClient, table: PaimonTable) -> dict[str, Any]:
 def storage(table: PaimonTable) -> dict[str, float]:
     """Every file under the table with its modification time."""
     out = {}
-    for folder, _, names in os.walk(table.location):
+    for folder, _, names in os.walk(table.path):
         for name in names:
             path = Path(folder, name)
-            out[str(path.relative_to(table.location))] = path.stat().st_mtime
+            out[str(path.relative_to(table.path))] = path.stat().st_mtime
     return out
 
 
@@ -101,7 +101,7 @@ def test_a_consumer_keeps_its_snapshots_until_it_advances_or_expires(
     assert [c["consumerId"] for c in api.get(f"/tables/{table.id}/consumers").json()["consumers"]] == [
         "orders-stream"
     ]
-    consumer_file = table.location / "consumer" / "consumer-orders-stream"
+    consumer_file = table.path / "consumer" / "consumer-orders-stream"
     two_hours_ago = time.time() - 7200
     os.utime(consumer_file, (two_hours_ago, two_hours_ago))
     result = expire(api, table)
@@ -160,7 +160,7 @@ def test_expiring_ten_thousand_snapshots_takes_bounded_batches_and_lets_a_commit
     position = next(i for i, c in enumerate(records) if late in [s["id"] for s in c["snapshots"]])
     assert records[position - 1]["action"] == "expire"
     assert records[position + 1]["action"] == "expire"
-    assert sorted(os.listdir(table.location / "snapshot")) == ["EARLIEST", "LATEST", f"snapshot-{late}"]
+    assert sorted(os.listdir(table.path / "snapshot")) == ["EARLIEST", "LATEST", f"snapshot-{late}"]
     assert pypaimon_rows(warehouse, table.id) == [{"id": 1}, {"id": 2}]
 
 
@@ -210,13 +210,13 @@ def test_orphan_cleanup_lists_then_deletes_old_unreferenced_files_only(
     append(api, table, rows_of(1))
     committed = storage(table)
     two_days_ago = time.time() - 2 * 86_400
-    old_orphan = table.location / "bucket-0" / "data-failed-job-0.parquet"
+    old_orphan = table.path / "bucket-0" / "data-failed-job-0.parquet"
     old_orphan.write_bytes(b"left by a failed job")
     os.utime(old_orphan, (two_days_ago, two_days_ago))
-    young_orphan = table.location / "bucket-0" / "data-running-job-0.parquet"
+    young_orphan = table.path / "bucket-0" / "data-running-job-0.parquet"
     young_orphan.write_bytes(b"a job still writing")
     for path in committed:  # referenced files are never orphans, however old
-        os.utime(table.location / path, (two_days_ago, two_days_ago))
+        os.utime(table.path / path, (two_days_ago, two_days_ago))
 
     dry = api.post(f"/tables/{table.id}/orphans/clean", json={"dryRun": True})
     assert dry.status_code == 200, dry.text
@@ -246,12 +246,12 @@ def test_option_changes_write_a_schema_version_and_expire_after_each_commit(
     assert response.status_code == 200, response.text
     assert response.json()["schema"]["id"] == 1
     assert response.json()["schema"]["options"]["snapshot.num-retained.max"] == "2"
-    assert (table.location / "schema" / "schema-1").exists()
+    assert (table.path / "schema" / "schema-1").exists()
     everything = []
     for i in range(1, 6):
         everything += rows_of(i)
         latest = append(api, table, rows_of(i))
-        names = sorted(n for n in os.listdir(table.location / "snapshot") if n.startswith("snapshot-"))
+        names = sorted(n for n in os.listdir(table.path / "snapshot") if n.startswith("snapshot-"))
         assert names == sorted(f"snapshot-{s}" for s in range(max(1, latest - 1), latest + 1))
     assert pypaimon_rows(warehouse, table.id) == sorted_rows(everything)
     actions = [(c["commitUser"], c["action"]) for c in history(api, table) if c["outcome"] == "done"]
@@ -263,9 +263,9 @@ def test_option_changes_write_a_schema_version_and_expire_after_each_commit(
         everything += rows_of(i)
         latest = append(api, table, rows_of(i))
     deadline = time.monotonic() + 10
-    while (table.location / "snapshot" / f"snapshot-{latest - 2}").exists() and time.monotonic() < deadline:
+    while (table.path / "snapshot" / f"snapshot-{latest - 2}").exists() and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert not (table.location / "snapshot" / f"snapshot-{latest - 2}").exists()
+    assert not (table.path / "snapshot" / f"snapshot-{latest - 2}").exists()
     assert pypaimon_rows(warehouse, table.id) == sorted_rows(everything)
 
 

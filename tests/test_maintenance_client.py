@@ -64,7 +64,7 @@ def _append(client: CoordinatorClient, table: PaimonTable, rows: list[dict[str, 
 
 
 def _data_files(table: PaimonTable) -> set[str]:
-    return {p.name for p in (table.location / f"dt={DT}" / "bucket-0").iterdir()}
+    return {p.name for p in (table.path / f"dt={DT}" / "bucket-0").iterdir()}
 
 
 def _actions(client: CoordinatorClient, table_id: str) -> list[CommitRecordModel]:
@@ -74,7 +74,7 @@ def _actions(client: CoordinatorClient, table_id: str) -> list[CommitRecordModel
 
 def _plant(table: PaimonTable, name: str, *, age_seconds: float) -> Path:
     """A file no snapshot names, last modified `age_seconds` ago."""
-    path = table.location / f"dt={DT}" / "bucket-0" / name
+    path = table.path / f"dt={DT}" / "bucket-0" / name
     path.write_bytes(b"left behind by a writer that died")
     then = time.time() - age_seconds
     os.utime(path, (then, then))
@@ -101,7 +101,7 @@ def test_set_options_writes_a_schema_version_and_expire_applies_it(
     removed = client.set_options(table.id, remove=["write-buffer-size"])
     assert removed.schema_.id == 2
     assert "write-buffer-size" not in removed.schema_.options
-    assert (table.location / "schema" / "schema-2").exists()
+    assert (table.path / "schema" / "schema-2").exists()
 
     expired = client.expire(table.id)
     assert expired.expired_snapshots == 2
@@ -109,7 +109,7 @@ def test_set_options_writes_a_schema_version_and_expire_applies_it(
     assert expired.deleted.snapshots == 2
     assert expired.deleted.data_files == 0  # an append table's snapshots only ever add files
     assert [s.id for s in client.list_snapshots(table.id).snapshots] == [4, 3]
-    assert not (table.location / "snapshot" / "snapshot-2").exists()
+    assert not (table.path / "snapshot" / "snapshot-2").exists()
     assert pypaimon_rows(warehouse, table.id) == sorted_rows([r for batch in rows for r in batch])
 
     records = _actions(client, table.id)
@@ -157,7 +157,7 @@ def test_tags_then_rollback_to_a_tag_and_to_a_snapshot(
     assert (head.snapshot_id, head.record_count) == (3, 9)
     assert head.commit_time == client.get_snapshot(table.id, 3).time_millis
     assert [(t.name, t.snapshot_id) for t in client.list_tags(table.id).tags] == [("head", 3), ("v1", 1)]
-    assert (table.location / "tag" / "tag-v1").exists()
+    assert (table.path / "tag" / "tag-v1").exists()
 
     with pytest.raises(Conflict) as taken:
         client.create_tag(table.id, "v1")
@@ -235,7 +235,7 @@ def test_consumers_hold_back_expiration(client: CoordinatorClient, http: httpx.C
     assert moved.next_snapshot_id == 2
     listed = client.list_consumers(table.id).consumers
     assert [(c.consumer_id, c.next_snapshot_id) for c in listed] == [("audit", 4), ("reader", 2)]
-    assert json.loads((table.location / "consumer" / "consumer-reader").read_text()) == {"nextSnapshot": 2}
+    assert json.loads((table.path / "consumer" / "consumer-reader").read_text()) == {"nextSnapshot": 2}
 
     client.set_options(table.id, {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
     held = client.expire(table.id)
@@ -274,7 +274,7 @@ def test_clean_orphans_lists_then_deletes_only_old_unreferenced_files(
     young = _plant(table, "data-young-orphan.parquet", age_seconds=60)
     committed = _data_files(table) - {old.name, young.name}
     for name in committed:  # committed files are referenced, however old
-        path = table.location / f"dt={DT}" / "bucket-0" / name
+        path = table.path / f"dt={DT}" / "bucket-0" / name
         os.utime(path, (time.time() - TWO_DAYS, time.time() - TWO_DAYS))
 
     dry = client.clean_orphans(table.id, dry_run=True)

@@ -51,8 +51,8 @@ def test_an_expiration_elsewhere_under_post_commit_work_is_logged_not_raised(
         lambda: services.maintenance.after_commit(table.id, latest), at=TableActions.snapshot
     ).start()
     # Meanwhile another replica expires snapshot 1: storage first, then the database.
-    (table.location / "snapshot" / "snapshot-1").unlink()
-    (table.location / "snapshot" / "EARLIEST").write_text("2")
+    (table.path / "snapshot" / "snapshot-1").unlink()
+    (table.path / "snapshot" / "EARLIEST").write_text("2")
     with services.engine.begin() as conn:
         repo.delete_snapshots(conn, table.id, below=2)
     checking.resume()  # the commit's answer stands: nothing is raised
@@ -62,7 +62,7 @@ def test_an_expiration_elsewhere_under_post_commit_work_is_logged_not_raised(
     assert table.id in failed.getMessage()
     assert failed.exc_info is not None
     assert failed.exc_info[0] is SnapshotNotFound
-    assert sorted(p.name for p in (table.location / "snapshot").glob("snapshot-*")) == [
+    assert sorted(p.name for p in (table.path / "snapshot").glob("snapshot-*")) == [
         "snapshot-2",
         "snapshot-3",
     ]
@@ -79,7 +79,7 @@ def test_a_lease_lost_before_a_maintenance_action_is_written_is_a_retryable_lock
     tagging = PausedCall(
         lambda: services.maintenance.create_tag(table.id, "v1", None, actor="ops"), at=TableActions.record
     ).start()
-    assert (table.location / "tag" / "tag-v1").exists()
+    assert (table.path / "tag" / "tag-v1").exists()
     released = services.locks.force_release(lock_id)
     assert released is not None
     assert "maintenance" in released.owner
@@ -89,7 +89,7 @@ def test_a_lease_lost_before_a_maintenance_action_is_written_is_a_retryable_lock
     assert fenced.value.status_code == 409
     assert (fenced.value.conflict.type, fenced.value.conflict.retryable) == ("LOCK_LOST", True)
     # Nothing of the fenced action is left: no tag file, no history row, nothing counted.
-    assert not (table.location / "tag" / "tag-v1").exists()
+    assert not (table.path / "tag" / "tag-v1").exists()
     assert api.get(f"/tables/{table.id}/tags").json()["tags"] == []
     assert actions(api, table) == ["commit"]
     assert tags_recorded(services) is None

@@ -50,8 +50,8 @@ def _commit(services: Services, table: PaimonTable, user: str, messages: list[di
 def _manifests_of(table: PaimonTable, snapshot_id: int) -> tuple[list[Any], list[Any]]:
     import json
 
-    snapshot = json.loads((table.location / "snapshot" / f"snapshot-{snapshot_id}").read_text())
-    read = lambda name: decode_manifest_list((table.location / "manifest" / name).read_bytes())  # noqa: E731
+    snapshot = json.loads((table.path / "snapshot" / f"snapshot-{snapshot_id}").read_text())
+    read = lambda name: decode_manifest_list((table.path / "manifest" / name).read_bytes())  # noqa: E731
     return read(snapshot["baseManifestList"]), read(snapshot["deltaManifestList"])
 
 
@@ -112,11 +112,9 @@ def test_full_compaction_cancels_add_delete_pairs(services: Services, warehouse:
                 [table.message(rows[0], compactBefore=before, compactAfter=[merged])],
             )
             live = [merged]
-    latest = int((table.location / "snapshot" / "LATEST").read_text())
+    latest = int((table.path / "snapshot" / "LATEST").read_text())
     base, _delta = _manifests_of(table, latest)
-    entries = [
-        e for m in base for e in decode_manifest((table.location / "manifest" / m.file_name).read_bytes())
-    ]
+    entries = [e for m in base for e in decode_manifest((table.path / "manifest" / m.file_name).read_bytes())]
     # Full compaction rewrote the base: no DELETE survives and no deleted file is still listed.
     assert [e for e in entries if e.kind == FileKind.DELETE] == []
     assert len(base) < latest

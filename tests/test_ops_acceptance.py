@@ -160,7 +160,7 @@ def test_a_stuck_holder_is_seen_released_and_fenced(
         rows = pypaimon_rows(warehouse, table.id)
         assert len(rows) == WRITERS * COMMITS_EACH
         assert all(r["writer"] != LATE for r in rows)
-        snapshots = {p.name for p in (table.location / "snapshot").iterdir()}
+        snapshots = {p.name for p in (table.path / "snapshot").iterdir()}
         assert f"snapshot-{WRITERS * COMMITS_EACH + 1}" not in snapshots
         # Every manifest on storage belongs to a committed snapshot (the late holder's were removed).
         referenced = set(admin.clean_orphans(table.id, older_than_seconds=0, dry_run=True).files)

@@ -8,10 +8,12 @@ from fastapi.testclient import TestClient
 
 from tests.paimon_files import PaimonTable, commit, create_table, group_by_bucket, pypaimon_rows, sorted_rows
 
+STORES = ("local", "s3")
+
 PK_FIELDS = {"dt": "STRING", "id": "BIGINT", "v": "STRING"}
 
 
-def test_partitioned_append_table_after_three_commits(api: TestClient, warehouse: Any) -> None:
+def test_partitioned_append_table_after_three_commits(api: TestClient, warehouse_location: str) -> None:
     table = create_table(
         api, "sales", "events", {"dt": "STRING", "id": "BIGINT", "v": "DOUBLE"}, partitionKeys=["dt"]
     )
@@ -21,8 +23,8 @@ def test_partitioned_append_table_after_three_commits(api: TestClient, warehouse
         expected += rows
         snapshots = commit(api, table, [table.message(rows[0], newFiles=[table.append_file(rows)])])
         assert snapshots == [{"id": i + 1, "commitKind": "APPEND"}]
-        assert pypaimon_rows(warehouse, table.id) == sorted_rows(expected)
-    assert pypaimon_rows(warehouse, table.id, snapshot_id=1) == sorted_rows(expected[:7])
+        assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(expected)
+    assert pypaimon_rows(warehouse_location, table.id, snapshot_id=1) == sorted_rows(expected[:7])
 
 
 def _pk_commit(api: TestClient, table: PaimonTable, rows: list[dict[str, Any]], sequence: int) -> int:
@@ -75,7 +77,7 @@ def _compact_all(
 
 
 def test_primary_key_table_updates_deletes_then_compaction_then_overwrite(
-    api: TestClient, warehouse: Any
+    api: TestClient, warehouse_location: str
 ) -> None:
     table = create_table(
         api,
@@ -95,17 +97,17 @@ def test_primary_key_table_updates_deletes_then_compaction_then_overwrite(
     changes += [{"dt": dt, "id": i, "v": None, "_kind": "-D"} for dt in ("a", "b") for i in range(30, 35)]
     sequence = _pk_commit(api, table, changes, sequence)
     _apply(model, changes)
-    assert pypaimon_rows(warehouse, table.id) == sorted_rows(model.values())
-    assert len(pypaimon_rows(warehouse, table.id)) == 70
+    assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(model.values())
+    assert len(pypaimon_rows(warehouse_location, table.id)) == 70
 
     snapshots = _compact_all(api, table, model, sequence)
     assert snapshots == [{"id": 3, "commitKind": "COMPACT"}]
     live = api.get(f"/tables/{table.id}/files").json()["files"]
     assert live
     assert {f["level"] for f in live} == {5}
-    assert pypaimon_rows(warehouse, table.id) == sorted_rows(model.values())
+    assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(model.values())
     # Time travel to before the compaction still sees the same rows through the level-0 files.
-    assert pypaimon_rows(warehouse, table.id, snapshot_id=2) == sorted_rows(model.values())
+    assert pypaimon_rows(warehouse_location, table.id, snapshot_id=2) == sorted_rows(model.values())
 
     replacement = [{"dt": "a", "id": i, "v": f"new-{i}"} for i in range(100, 110)]
     messages = [
@@ -116,7 +118,7 @@ def test_primary_key_table_updates_deletes_then_compaction_then_overwrite(
     assert snapshots == [{"id": 4, "commitKind": "OVERWRITE"}]
     model = {k: r for k, r in model.items() if k[0] != "a"}
     _apply(model, replacement)
-    assert pypaimon_rows(warehouse, table.id) == sorted_rows(model.values())
+    assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(model.values())
     latest = api.get(f"/tables/{table.id}/snapshots/latest").json()
     assert latest["totalRecordCount"] == sum(
         f["rowCount"] for f in api.get(f"/tables/{table.id}/files").json()["files"]

@@ -26,8 +26,8 @@ def _commit(api: TestClient, table: PaimonTable, user: str, rows: list[dict[str,
 
 def _crash_before_publish(settings: Settings, table: PaimonTable, snapshot_id: int) -> None:
     """Leave storage and database as a crash right after the commit point would."""
-    (table.location / "snapshot" / f"snapshot-{snapshot_id}").unlink()
-    latest = table.location / "snapshot" / "LATEST"
+    (table.path / "snapshot" / f"snapshot-{snapshot_id}").unlink()
+    latest = table.path / "snapshot" / "LATEST"
     if snapshot_id > 1:
         latest.write_text(str(snapshot_id - 1))
     else:
@@ -52,7 +52,7 @@ def test_next_commit_publishes_what_a_crash_left_behind(
     response = _commit(api, table, "j2", second)
     assert response.json()["snapshots"] == [{"id": 2, "commitKind": "APPEND"}]
     assert pypaimon_rows(warehouse, table.id) == sorted_rows(first + second)
-    assert (table.location / "snapshot" / "LATEST").read_text() == "2"
+    assert (table.path / "snapshot" / "LATEST").read_text() == "2"
 
 
 def test_start_up_publishes_what_a_crash_left_behind(settings: Settings, warehouse: Path) -> None:
@@ -80,11 +80,11 @@ def test_snapshot_written_outside_the_service_is_adopted(api: TestClient, wareho
     )
     builder.new_commit().commit(write.prepare_commit())
     write.close()
-    snapshot_2 = (table.location / "snapshot" / "snapshot-2").read_bytes()
+    snapshot_2 = (table.path / "snapshot" / "snapshot-2").read_bytes()
 
     response = _commit(api, table, "ours-2", [{"dt": "c", "id": 3}])
     assert response.json()["snapshots"] == [{"id": 3, "commitKind": "APPEND"}]
-    assert (table.location / "snapshot" / "snapshot-2").read_bytes() == snapshot_2  # adopted, not overwritten
+    assert (table.path / "snapshot" / "snapshot-2").read_bytes() == snapshot_2  # adopted, not overwritten
     adopted = api.get(f"/tables/{table.id}/snapshots/2").json()
     assert adopted["commitUser"] != "ours-1"
     assert adopted["commitKind"] == "APPEND"

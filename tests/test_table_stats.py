@@ -127,7 +127,7 @@ def test_sizes_follow_every_kind_of_change_and_need_no_storage_to_answer(
 
     # Out of reach of every reader: the table's manifests. A freshly started service (no cache of
     # anything) still answers the overview and the table list, from the database.
-    manifest_dir = table.location / "manifest"
+    manifest_dir = table.path / "manifest"
     manifest_dir.rename(manifest_dir.with_name("manifest.away"))
     manifests_out_of_reach.append(manifest_dir)
     with TestClient(create_app(settings)) as restarted:

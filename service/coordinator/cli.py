@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from coordinator.settings import Settings
+from coordinator.storage.store_uri import redacted
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -52,7 +53,7 @@ def _serve(args: argparse.Namespace) -> int:
         settings.host,
         settings.port,
         settings.database_url.split("@")[-1],
-        settings.warehouse,
+        redacted(settings.warehouse),
         settings.lock_backend,
     )
     if not settings.require_tokens:

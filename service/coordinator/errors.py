@@ -4,6 +4,7 @@ CoordinatorError                 500  (never raised for a known condition)
 ├── Unauthenticated              401  no valid bearer token
 ├── Forbidden                    403  the token's role or grant does not cover the request
 ├── InvalidRequest               422  names the offending field
+├── DataFileMissing              422  a committed file is not on storage, or not of its declared size
 ├── TableNotFound                404
 ├── CommitNotFound               404
 ├── SnapshotNotFound             404
@@ -13,8 +14,10 @@ CoordinatorError                 500  (never raised for a known condition)
 ├── TagAlreadyExists             409
 ├── CommitConflict               409  carries the structured conflict
 ├── PayloadTooLarge              413
-├── LockUnavailable              503  + Retry-After
-└── MetastoreUnavailable         503  (locks/hive_metastore.py) the Hive Metastore did not answer
+└── Unavailable                  503  + Retry-After: try again, nothing was half done
+    ├── LockUnavailable
+    ├── StorageUnavailable            the object store or filesystem failed
+    └── MetastoreUnavailable          (locks/hive_metastore.py) the Hive Metastore did not answer
 
 Each `code` is one of the wire contract's ErrorCode values.
 """
@@ -55,6 +58,13 @@ class Forbidden(CoordinatorError):
 class InvalidRequest(CoordinatorError):
     status_code = 422
     code = "INVALID_REQUEST"
+
+
+class DataFileMissing(CoordinatorError):
+    """A file the commit adds is not on storage, or its size differs from the declared one."""
+
+    status_code = 422
+    code = "DATA_FILE_MISSING"
 
 
 class TableNotFound(CoordinatorError):
@@ -111,12 +121,23 @@ class CommitConflict(CoordinatorError):
         return ErrorResponse(code=self.code, message=self.message, conflict=self.conflict)
 
 
-class LockUnavailable(CoordinatorError):
-    """The table lock stayed held by others for the whole acquire timeout."""
+class Unavailable(CoordinatorError):
+    """Something the service depends on is busy or down; the answer says when to try again."""
 
     status_code = 503
-    code = "LOCK_UNAVAILABLE"
 
     def __init__(self, message: str, *, retry_after_seconds: int) -> None:
         super().__init__(message)
         self.retry_after_seconds = retry_after_seconds
+
+
+class LockUnavailable(Unavailable):
+    """The table lock stayed held by others for the whole acquire timeout."""
+
+    code = "LOCK_UNAVAILABLE"
+
+
+class StorageUnavailable(Unavailable):
+    """The warehouse's store could not be read or written (unreachable, failing, throttling)."""
+
+    code = "STORAGE_UNAVAILABLE"

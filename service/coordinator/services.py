@@ -16,7 +16,8 @@ from coordinator.locks.base import LockBackend
 from coordinator.locks.lock_table import LockTable
 from coordinator.observability.metrics import Metrics
 from coordinator.settings import Settings
-from coordinator.storage.fileio import open_warehouse
+from coordinator.storage.fileio import FileIO
+from coordinator.storage.warehouse import open_warehouse
 from coordinator.usecases.commits import Committer
 from coordinator.usecases.maintenance import Maintenance
 from coordinator.usecases.operations import Operations
@@ -44,6 +45,7 @@ class Services:
     tokens: TokenStore
     metrics: Metrics
     warehouse_root: str
+    fileio: FileIO
     clock: Clock
     backfill: Backfill
 
@@ -92,6 +94,7 @@ class Services:
             TokenStore(engine, clock),
             metrics,
             root,
+            fileio,
             clock,
             backfill,
         )
@@ -99,6 +102,7 @@ class Services:
     def close(self) -> None:
         self.backfill.close()
         self.maintenance.close()
+        self.committer.close()
         self.locks.close()
         self.engine.dispose()
         self.bookkeeping.dispose()

@@ -7,7 +7,8 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pytest
 
-from coordinator.storage.fileio import LocalFileIO, open_warehouse
+from coordinator.storage.fileio import LocalFileIO
+from coordinator.storage.warehouse import open_warehouse
 from coordinator_client.format.location import local_path
 from coordinator_client.spark.layout import filesystem
 

@@ -640,7 +640,7 @@ def test_pypaimon_reads_manifest_lists_we_encode(pk_table: PypaimonTable) -> Non
 def test_pypaimon_reads_a_table_whose_metadata_we_rewrote(pk_table: PypaimonTable, tmp_path: Path) -> None:
     """End to end: re-encode every manifest and list with our code, publish snapshot 3, read rows."""
     warehouse = tmp_path / "copy"
-    shutil.copytree(pk_table.location.parent.parent, warehouse)
+    shutil.copytree(pk_table.path.parent.parent, warehouse)
     table_dir = warehouse / "db.db" / "t"
     manifest_dir = table_dir / "manifest"
     previous = Snapshot.from_json((table_dir / "snapshot" / snapshot_file_name(2)).read_text())

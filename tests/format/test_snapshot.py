@@ -357,7 +357,7 @@ def test_pypaimon_reads_our_hint_and_snapshot(pk_table: PypaimonTable, tmp_path:
     from pypaimon.snapshot.snapshot_manager import SnapshotManager
 
     table_dir = tmp_path / "t"
-    shutil.copytree(pk_table.location, table_dir)
+    shutil.copytree(pk_table.path, table_dir)
     snapshot_dir = table_dir / "snapshot"
     previous = Snapshot.from_json((snapshot_dir / snapshot_file_name(2)).read_text())
     nxt = dataclasses.replace(

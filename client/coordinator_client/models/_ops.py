@@ -143,6 +143,12 @@ class OverviewResponse(_Model):
 
 
 class HealthResponse(_Model):
-    status: Literal["ok"]
+    """200 when the database and the warehouse both answer; 503 with the same body when one does not."""
+
+    status: Literal["ok", "unavailable"]
     database: str
+    """The database's dialect (sqlite, postgresql, mysql)."""
     warehouse: str
+    """The warehouse's root location, without connection options or credentials."""
+    checks: dict[str, str] = Field(default_factory=dict)
+    """`database` and `warehouse`: "ok", or why that part failed."""

@@ -19,6 +19,7 @@ from coordinator.errors import (
     TableAlreadyExists,
     TableNotFound,
     Unauthenticated,
+    Unavailable,
 )
 from coordinator_client.models import ErrorResponse
 
@@ -30,7 +31,7 @@ def _render(error: ErrorResponse, status: int, headers: dict[str, str] | None = 
 async def coordinator_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, CoordinatorError)
     headers = None
-    if isinstance(exc, LockUnavailable):
+    if isinstance(exc, Unavailable):
         headers = {"Retry-After": str(exc.retry_after_seconds)}
     elif isinstance(exc, Unauthenticated):
         headers = {"WWW-Authenticate": 'Bearer realm="paimon-coordinator"'}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Response
@@ -10,6 +11,7 @@ from coordinator.api.auth import Admin, reader
 from coordinator.api.deps import ServicesDep
 from coordinator.api.errors import AUTH_ERRORS
 from coordinator.db import repositories as repo
+from coordinator.services import Services
 from coordinator_client.models import (
     AuditListResponse,
     CommitsOverviewResponse,
@@ -24,14 +26,42 @@ readers = APIRouter(tags=["ops"], dependencies=[Depends(reader)], responses=AUTH
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
 
-@router.get("/health")
-def health(services: ServicesDep) -> HealthResponse:
-    """OK when the database answers; open to all, for load balancers and orchestrators."""
+HEALTH_PROBE = ".coordinator-health"
+"""A name nobody writes: looking it up proves the warehouse answers, without listing anything."""
+
+
+@router.get(
+    "/health", responses={503: {"model": HealthResponse, "description": "database or warehouse down"}}
+)
+def health(services: ServicesDep, response: Response) -> HealthResponse:
+    """200 when the database and the warehouse both answer, else 503; the body says which part failed.
+    Open to all, for load balancers and orchestrators."""
+    checks = {
+        "database": _check(lambda: _ping(services)),
+        "warehouse": _check(lambda: services.fileio.exists(f"{services.warehouse_root}/{HEALTH_PROBE}")),
+    }
+    healthy = all(v == "ok" for v in checks.values())
+    if not healthy:
+        response.status_code = 503
+    return HealthResponse(
+        status="ok" if healthy else "unavailable",
+        database=services.engine.dialect.name,
+        warehouse=services.warehouse_root,
+        checks=checks,
+    )
+
+
+def _ping(services: Services) -> None:
     with services.engine.connect() as conn:
         repo.ping(conn)
-    return HealthResponse(
-        status="ok", database=services.engine.dialect.name, warehouse=services.warehouse_root
-    )
+
+
+def _check(probe: Callable[[], object]) -> str:
+    try:
+        probe()
+    except Exception as failed:  # any failure is the answer here, not an error of the probe
+        return f"unavailable: {failed}".splitlines()[0][:300]
+    return "ok"
 
 
 @readers.get("/locks")

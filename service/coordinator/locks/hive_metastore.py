@@ -28,7 +28,7 @@ from thriftpy2.protocol import TBinaryProtocolFactory
 from thriftpy2.thrift import TApplicationException, TClient
 from thriftpy2.transport import TBufferedTransportFactory, TSocket, TTransportException
 
-from coordinator.errors import CoordinatorError, LockUnavailable
+from coordinator.errors import LockUnavailable, Unavailable
 from coordinator.locks.base import HeldLock, Lease
 
 HMS = thriftpy2.load(
@@ -58,10 +58,9 @@ _REPLIED_ERRORS = (
 _LOCK_GONE = (HMS.NoSuchLockException, HMS.TxnAbortedException)
 
 
-class MetastoreUnavailable(CoordinatorError):
+class MetastoreUnavailable(Unavailable):
     """The Hive Metastore could not be reached for a lock call, even after a few retries."""
 
-    status_code = 503
     code = "METASTORE_UNAVAILABLE"
 
 
@@ -275,7 +274,9 @@ class HiveMetastoreLocks:
                 with attempt:
                     return self._call_once(method, request)
         except _TRANSPORT_ERRORS as e:
-            raise MetastoreUnavailable(f"Hive Metastore {self._uri} failed on {method}: {e}") from e
+            raise MetastoreUnavailable(
+                f"Hive Metastore {self._uri} failed on {method}: {e}", retry_after_seconds=2
+            ) from e
         raise AssertionError("unreachable: tenacity either returns or reraises")
 
     def _call_once(self, method: str, request: Any) -> Any:

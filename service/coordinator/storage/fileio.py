@@ -1,10 +1,13 @@
 """FileIO: the few storage operations a commit needs, over local disk or any pyarrow filesystem.
 
+Paths are absolute locations: a local path, or a URI with its scheme (`s3://bucket/wh/db.db/t/...`),
+the same spelling tables answer with and Spark jobs open.
+
 `write_new` is the only way snapshot files are written: it never overwrites, so a published snapshot is
-immutable. On local disk it is atomic (hard link of a fully written temp file); on object stores it is
-a check-then-write, which is safe because only the lock holder that passed the commit point writes.
-Manifests take the cheaper `write_unique`: their names are fresh and nothing references them until
-the commit point, so no reader can see one half written.
+immutable, whoever else writes to the table. On local disk it is atomic (hard link of a fully written
+temp file); on an object store it is a conditional create (storage.object_store). Manifests take the
+cheaper `write_unique`: their names are fresh and nothing references them until the commit point, so
+no reader can see one half written.
 """
 
 from __future__ import annotations
@@ -16,8 +19,6 @@ from pathlib import Path
 from typing import Protocol
 
 import pyarrow.fs as pafs
-
-from coordinator_client.format.location import local_path
 
 
 class FileIO(Protocol):
@@ -37,6 +38,10 @@ class FileIO(Protocol):
     def overwrite(self, path: str, data: bytes) -> None: ...
 
     def exists(self, path: str) -> bool: ...
+
+    def size(self, path: str) -> int | None:
+        """The file's size in bytes; None when it does not exist."""
+        ...
 
     def delete(self, path: str) -> None:
         """Remove a file; a missing file is not an error."""
@@ -88,6 +93,12 @@ class LocalFileIO:
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
 
+    def size(self, path: str) -> int | None:
+        try:
+            return os.stat(path).st_size
+        except FileNotFoundError:
+            return None
+
     def delete(self, path: str) -> None:
         try:
             os.unlink(path)
@@ -128,13 +139,14 @@ def _written_beside(path: str, data: bytes) -> str:
 
 
 class ArrowFileIO:
-    """Any pyarrow filesystem (s3://, gs://, hdfs://, file://)."""
+    """Any other pyarrow filesystem (hdfs://, ...), whose locations are `prefix` + the filesystem's path."""
 
-    def __init__(self, fs: pafs.FileSystem) -> None:
+    def __init__(self, fs: pafs.FileSystem, prefix: str = "") -> None:
         self._fs = fs
+        self._prefix = prefix
 
     def read(self, path: str) -> bytes:
-        with self._fs.open_input_stream(path) as f:
+        with self._fs.open_input_stream(self._p(path)) as f:
             return bytes(f.read())
 
     def write_new(self, path: str, data: bytes) -> None:
@@ -146,43 +158,44 @@ class ArrowFileIO:
         self.overwrite(path, data)
 
     def overwrite(self, path: str, data: bytes) -> None:
-        parent = path.rsplit("/", 1)[0]
-        self._fs.create_dir(parent, recursive=True)
+        path = self._p(path)
+        self._fs.create_dir(path.rsplit("/", 1)[0], recursive=True)  # a real folder on these filesystems
         with self._fs.open_output_stream(path) as f:
             f.write(data)
 
     def exists(self, path: str) -> bool:
-        return bool(self._fs.get_file_info(path).type != pafs.FileType.NotFound)
+        return self.size(path) is not None
+
+    def size(self, path: str) -> int | None:
+        info = self._fs.get_file_info(self._p(path))
+        return None if info.type == pafs.FileType.NotFound else info.size
 
     def delete(self, path: str) -> None:
         try:
-            self._fs.delete_file(path)
+            self._fs.delete_file(self._p(path))
         except FileNotFoundError:
             pass
 
     def list_names(self, directory: str) -> list[str]:
-        infos = self._fs.get_file_info(pafs.FileSelector(directory, allow_not_found=True))
+        infos = self._fs.get_file_info(pafs.FileSelector(self._p(directory), allow_not_found=True))
         return [i.base_name for i in infos if i.type == pafs.FileType.File]
 
     def delete_tree(self, directory: str) -> None:
         try:
-            self._fs.delete_dir(directory)
+            self._fs.delete_dir(self._p(directory))
         except FileNotFoundError:
             pass
 
     def walk(self, directory: str) -> list[StoredFile]:
-        infos = self._fs.get_file_info(pafs.FileSelector(directory, recursive=True, allow_not_found=True))
+        infos = self._fs.get_file_info(
+            pafs.FileSelector(self._p(directory), recursive=True, allow_not_found=True)
+        )
         return [
-            StoredFile(i.path, i.mtime.timestamp() if i.mtime is not None else 0.0)
+            StoredFile(self._prefix + i.path, i.mtime.timestamp() if i.mtime is not None else 0.0)
             for i in infos
             if i.type == pafs.FileType.File
         ]
 
-
-def open_warehouse(uri: str) -> tuple[FileIO, str]:
-    """The FileIO and the absolute root path for a warehouse folder or URI."""
-    local = local_path(uri)
-    if local is not None:
-        return LocalFileIO(), local
-    fs, root = pafs.FileSystem.from_uri(uri)
-    return ArrowFileIO(fs), root.rstrip("/")
+    def _p(self, location: str) -> str:
+        """The filesystem's own path of a location."""
+        return location[len(self._prefix) :] if location.startswith(self._prefix) else location

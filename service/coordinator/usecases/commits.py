@@ -23,7 +23,7 @@ from coordinator.db.engine import read_only
 from coordinator.domain.committable import ResolvedCommittable, resolve_committable
 from coordinator.domain.conflicts import Conflict
 from coordinator.domain.table_stats import combined, file_delta
-from coordinator.errors import CommitConflict, InvalidRequest, LockUnavailable, TableNotFound
+from coordinator.errors import CommitConflict, DataFileMissing, InvalidRequest, LockUnavailable, TableNotFound
 from coordinator.observability.commit_events import CommitEvents, Outcome
 from coordinator.observability.metrics import Metrics
 from coordinator.storage.fileio import FileIO
@@ -38,6 +38,7 @@ from coordinator.usecases.commit_records import (
     recorded_answer,
     replay_recorded,
 )
+from coordinator.usecases.file_checks import FileChecks
 from coordinator.usecases.live_index import LiveIndex
 from coordinator.usecases.publication import Publication
 from coordinator.usecases.snapshot_file import SnapshotFile
@@ -81,6 +82,7 @@ class Committer:
         self._max_group = max_group
         self._states = TableStates(fileio)
         self._live_index = LiveIndex(engine)
+        self._file_checks = FileChecks(fileio)
         self.publication = Publication(
             engine, bookkeeping, fileio, tables, holds, self._states, self._live_index
         )
@@ -118,7 +120,7 @@ class Committer:
         except LockUnavailable as busy:
             self._events.answered(table_id, who, resolved, "lock_unavailable", error=busy.message)
             raise
-        except (InvalidRequest, TableNotFound) as invalid:
+        except (InvalidRequest, TableNotFound, DataFileMissing) as invalid:
             self._events.answered(table_id, who, resolved, "invalid", error=invalid.message)
             raise
         except Exception as error:
@@ -160,15 +162,24 @@ class Committer:
             with read_only(self._engine) as conn:
                 stored = repo.find_by_idempotency_key(conn, table.id, key)
             if stored is not None:
-                answer = recorded_answer(stored)
-                if isinstance(answer, CommitConflict):
-                    raise answer
-                return answer
+                return _replayed(stored)
+        try:
+            self._file_checks.verify(table, resolved)
+        except DataFileMissing:
+            # A resend of a commit that stands may name files that maintenance has removed since.
+            with read_only(self._engine) as conn:
+                stored = repo.find_committed(conn, table.id, resolved.commit_user, resolved.identifier)
+            if stored is None:
+                raise
+            return _replayed(stored)
         pending = PendingCommit(resolved, key, started)
         pending.waited("validate")
         pending.current = "lockWait"
         with self._in_flight.tracking(table.id, pending):
             return self._queue(table.id).run(pending, lambda take: self._commit_group(table, take))
+
+    def close(self) -> None:
+        self._file_checks.close()
 
     def _queue(self, table_id: str) -> CommitQueue:
         with self._queues_guard:
@@ -296,3 +307,10 @@ class Committer:
             repo.update_commit_timings(conn, table.id, [(*m.key, m.timings) for m in result.committed])
             repo.insert_commits(conn, table.id, [history_row(m, now, c) for m, c in result.rejected])
             hold.release_in(conn)
+
+
+def _replayed(stored: repo.StoredCommit) -> CommitResponse:
+    answer = recorded_answer(stored)
+    if isinstance(answer, CommitConflict):
+        raise answer
+    return answer
