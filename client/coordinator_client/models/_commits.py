@@ -151,7 +151,7 @@ class CommitRecordModel(_Model):
     id: int
     commit_user: str
     identifier: int
-    outcome: Literal["committed", "rejected", "done"]
+    outcome: Literal["committed", "rejected", "done", "overwritten"]
     snapshots: list[SnapshotRef]
     timings: dict[str, float]
     conflict: ConflictModel | None = None

@@ -47,6 +47,12 @@ class Metrics:
         self.conflicts = Counter(
             "coordinator_conflicts", "Rejected commits by conflict type.", ["type"], registry=r
         )
+        self.snapshots_taken = Counter(
+            "coordinator_snapshots_taken",
+            "Snapshots of ours whose id a writer outside the coordinator took before we published them; "
+            "their commits were decided again.",
+            registry=r,
+        )
         self.dedup_hits = Counter(
             "coordinator_dedup_hits",
             "Resent commits answered from the record (same commitUser + identifier or Idempotency-Key).",

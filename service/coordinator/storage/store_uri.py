@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
+from coordinator_client.format.location import local_path
+
 OBJECT_STORE_SCHEMES = {
     "s3": "s3",
     "s3a": "s3",
@@ -76,6 +78,25 @@ class StoreUri:
         if (other.scheme, other.bucket) != (self.scheme, self.bucket):
             raise ValueError(f"{other.location} is not in {self.scheme}://{self.bucket}")
         return other.path
+
+
+def table_location(given: str, warehouse_root: str) -> str:
+    """The one spelling of a table location given by a user (`file://`, `s3a://`, query, trailing
+    slashes all folded), checked to be on the warehouse's filesystem, the only one this service reaches.
+
+    Raises:
+        ValueError: not a location, or one on another filesystem than the warehouse's.
+    """
+    local = local_path(given)
+    root_is_local = local_path(warehouse_root) is not None
+    if local is not None:
+        if not root_is_local:
+            raise ValueError(f"the warehouse is {warehouse_root}; a local folder is not on its store")
+        return local
+    location = StoreUri.parse(given).location
+    if root_is_local or StoreUri.parse(warehouse_root).scheme != StoreUri.parse(location).scheme:
+        raise ValueError(f"the warehouse is {warehouse_root}; {redacted(given)} is not on its filesystem")
+    return location
 
 
 def redacted(uri: str) -> str:

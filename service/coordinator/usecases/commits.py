@@ -23,7 +23,14 @@ from coordinator.db.engine import read_only
 from coordinator.domain.committable import ResolvedCommittable, resolve_committable
 from coordinator.domain.conflicts import Conflict
 from coordinator.domain.table_stats import combined, file_delta
-from coordinator.errors import CommitConflict, DataFileMissing, InvalidRequest, LockUnavailable, TableNotFound
+from coordinator.errors import (
+    CommitConflict,
+    DataFileMissing,
+    InvalidRequest,
+    LockUnavailable,
+    StorageUnavailable,
+    TableNotFound,
+)
 from coordinator.observability.commit_events import CommitEvents, Outcome
 from coordinator.observability.metrics import Metrics
 from coordinator.storage.fileio import FileIO
@@ -40,7 +47,7 @@ from coordinator.usecases.commit_records import (
 )
 from coordinator.usecases.file_checks import FileChecks
 from coordinator.usecases.live_index import LiveIndex
-from coordinator.usecases.publication import Publication
+from coordinator.usecases.publication import Publication, SnapshotTaken
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.snapshot_writer import write_snapshots
 from coordinator.usecases.table_hold import Hold, TableHolds
@@ -84,7 +91,7 @@ class Committer:
         self._live_index = LiveIndex(engine)
         self._file_checks = FileChecks(fileio)
         self.publication = Publication(
-            engine, bookkeeping, fileio, tables, holds, self._states, self._live_index
+            engine, bookkeeping, fileio, tables, holds, self._states, self._live_index, metrics
         )
         self._queues: dict[str, CommitQueue] = {}
         self._queues_guard = threading.Lock()
@@ -161,8 +168,10 @@ class Committer:
             # commitUser + identifier check happens under the lock, where it cannot race.
             with read_only(self._engine) as conn:
                 stored = repo.find_by_idempotency_key(conn, table.id, key)
-            if stored is not None:
-                return _replayed(stored)
+                # Unless the table has snapshots left unpublished (a failed store): then the resend
+                # takes the queue, whose catch-up publishes them before it answers from the record.
+                if stored is not None and not repo.unpublished_snapshots(conn, table.id):
+                    return _replayed(stored)
         try:
             self._file_checks.verify(table, resolved)
         except DataFileMissing:
@@ -259,8 +268,38 @@ class Committer:
             raise
         state.manifests.keep_written()
         with timed_together(result.committed, "publish"):
-            self.publication.write(table, files)
+            try:
+                self.publication.write(table, files)
+            except SnapshotTaken as taken:
+                self._decide_again(table, result, taken.snapshot_id)
+            except StorageUnavailable as failed:
+                raise StorageUnavailable(
+                    f"recorded as snapshot(s) up to {files[-1].id}, but publishing failed "
+                    f"({failed.message}); the next commit to the table, or a resend of this one, "
+                    "publishes it",
+                    retry_after_seconds=failed.retry_after_seconds,
+                ) from failed
         return result
+
+    def _decide_again(self, table: Table, result: GroupResult, taken: int) -> None:
+        """An outside writer took snapshot id `taken` before our publication: the members whose
+        snapshots start there were never visible and go to the next group, decided on top of it."""
+        self.publication.forget_taken(table, taken)
+        standing = [m for m in result.committed if m.snapshots[-1].id < taken]
+        for member in result.committed[len(standing) :]:
+            if member.snapshots[0].id < taken:
+                # Part of it was published before the id was taken: it cannot be decided again whole.
+                member.fail(
+                    RuntimeError(
+                        f"snapshot {member.snapshots[0].id} of this commit was published, and snapshot "
+                        f"{taken} was taken by a writer outside the coordinator; the rest is not committed"
+                    )
+                )
+                continue
+            member.snapshots.clear()
+            member.deltas.clear()
+            result.later.append(member)
+        result.committed = standing
 
     def _decide_member(
         self,

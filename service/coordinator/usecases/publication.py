@@ -5,17 +5,26 @@ commit point and publication is rolled forward by the next commit's catch-up or 
 text the database recorded. A `snapshot-N+1` that a writer outside the coordinator published is adopted:
 the table's head moves to it, it is never overwritten, and the table's recorded size moves by its delta
 manifest list (the only manifests read for it).
+
+An outside writer can also take a snapshot id between our commit point and our publication (on an
+object store the create is conditional, so it cannot take it later without overwriting, see below).
+Then our snapshot from that id on was never visible and is not acknowledged: `forget_taken` moves the
+head back, marks those commits `overwritten` in the history and the caller decides them again on top
+of the outsider's snapshot.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 
 from sqlalchemy import Engine
 
 from coordinator.db import repositories as repo
 from coordinator.db.engine import autocommit
+from coordinator.db.repositories import live_files as index
+from coordinator.observability.metrics import Metrics
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.live_index import LiveIndex
 from coordinator.usecases.snapshot_file import SnapshotFile
@@ -23,9 +32,17 @@ from coordinator.usecases.table_hold import TableHolds
 from coordinator.usecases.table_state import SnapshotLoader, TableState, TableStates
 from coordinator.usecases.table_stats import delta_on_storage
 from coordinator.usecases.tables import Table, Tables
-from coordinator_client.format.snapshot import LATEST, format_hint
+from coordinator_client.format.snapshot import LATEST, Snapshot, format_hint
 
 log = logging.getLogger(__name__)
+
+
+class SnapshotTaken(Exception):
+    """A writer outside the coordinator created `snapshot-<snapshot_id>` before our publication."""
+
+    def __init__(self, snapshot_id: int) -> None:
+        super().__init__(f"snapshot-{snapshot_id} was created by another writer")
+        self.snapshot_id = snapshot_id
 
 
 class Publication:
@@ -38,6 +55,7 @@ class Publication:
         holds: TableHolds,
         states: TableStates,
         live_index: LiveIndex,
+        metrics: Metrics,
     ) -> None:
         self._engine = engine
         self._bookkeeping = bookkeeping
@@ -46,13 +64,21 @@ class Publication:
         self._holds = holds
         self._states = states
         self._live_index = live_index
+        self._metrics = metrics
 
     def catch_up(self, table: Table, latest: int, unpublished: Sequence[repo.StoredSnapshot]) -> TableState:
         """Under the lock: publish what a crash left unpublished, adopt outside snapshots, and bring the
         in-memory state and the live-file index up to the table's head."""
         files = [SnapshotFile(s.snapshot_id, s.body) for s in unpublished]
         if files:
-            self.publish(table, files)
+            try:
+                self.publish(table, files)
+            except SnapshotTaken as taken:
+                # Recorded but never published nor acknowledged (a crash, or a store that failed): a
+                # resend of those commits finds them `overwritten` and commits them again.
+                self.forget_taken(table, taken.snapshot_id)
+                latest = taken.snapshot_id - 1
+                files = [f for f in files if f.id < taken.snapshot_id]
         latest = self._adopt_outside_snapshots(table, latest)
         loader = SnapshotLoader(self._fileio, table, {f.id: f.body for f in files})
         state = self._states.at(table, latest, loader)
@@ -66,20 +92,67 @@ class Publication:
             repo.mark_published(conn, table.id, through=files[-1].id)
 
     def write(self, table: Table, files: Sequence[SnapshotFile]) -> None:
-        """snapshot-N create-if-absent (never overwritten), then the LATEST hint."""
-        if not files:
-            return
+        """snapshot-N create-if-absent (never overwritten), then the LATEST hint.
+
+        Raises:
+            SnapshotTaken: a writer outside the coordinator created one of the snapshot files first; the
+                ones before it are published (LATEST names the last of them).
+        """
+        published: SnapshotFile | None = None
         for file in files:
             path = table.layout.snapshot(file.id)
             body = file.body.encode()
             try:
                 self._fileio.write_new(path, body)
             except FileExistsError:
-                if self._fileio.read(path) != body:
-                    log.error(
-                        "snapshot-%d of %s on storage differs from the committed one", file.id, table.id
-                    )
-        self._fileio.overwrite(table.layout.hint(LATEST), format_hint(files[-1].id))
+                if self._fileio.read(path) != body:  # the same text: our own earlier, interrupted publish
+                    if published is not None:
+                        self._fileio.overwrite(table.layout.hint(LATEST), format_hint(published.id))
+                    raise SnapshotTaken(file.id) from None
+            published = file
+        if published is not None:
+            self._fileio.overwrite(table.layout.hint(LATEST), format_hint(published.id))
+
+    def forget_taken(self, table: Table, taken: int) -> list[tuple[str, int]]:
+        """Under the lock, after SnapshotTaken: forget our snapshots from `taken` on, which no reader ever
+        saw. The head moves back to `taken - 1` (the next catch-up adopts the outsider's snapshot there),
+        the table's size back by their deltas, the live-file index is rebuilt by the next commit, and
+        their commits are marked `overwritten` in the history; returns those commits' keys.
+        """
+        with self._engine.connect() as conn:
+            latest = repo.latest_snapshot_id(conn, table.id) or 0
+            forgotten = [repo.get_snapshot(conn, table.id, i) for i in range(taken, latest + 1)]
+            before = repo.get_snapshot(conn, table.id, taken - 1) if taken > 1 else None
+        snapshots = [Snapshot.from_json(s.body) for s in forgotten if s is not None]
+        deltas = [delta_on_storage(self._fileio, table, s) for s in snapshots]
+        keys = sorted({(s.commit_user, s.commit_identifier) for s in snapshots})
+        with self._engine.begin() as conn:
+            moved = repo.advance_latest_with_stats(
+                conn,
+                table.id,
+                latest,
+                taken - 1,
+                total_record_count=Snapshot.from_json(before.body).total_record_count if before else 0,
+                files=-sum(d.files for d in deltas),
+                size=-sum(d.bytes for d in deltas),
+                at=time.time(),
+            )
+            if not moved:
+                raise RuntimeError(f"the head of {table.id} moved while its lock was held")
+            repo.delete_snapshots(conn, table.id, above=taken - 1)
+            index.reset_index(conn, table.id)
+            repo.mark_overwritten(conn, table.id, keys)
+        self._states.invalidate(table.id)
+        self._metrics.snapshots_taken.inc(len(snapshots))
+        log.error(
+            "snapshot %d of %s was created by a writer outside the coordinator between our commit point "
+            "and our publication; %d commit(s) of ours are decided again on top of it: %s",
+            taken,
+            table.id,
+            len(keys),
+            ", ".join(f"{user}/{identifier}" for user, identifier in keys),
+        )
+        return keys
 
     def recover(self) -> list[str]:
         """At start-up: publish snapshots a crash left committed but unpublished; returns the tables fixed.

@@ -20,10 +20,10 @@ from coordinator.domain.table_stats import TableStats
 from coordinator.errors import InvalidRequest, TableAlreadyExists, TableNotFound
 from coordinator.storage.fileio import FileIO
 from coordinator.storage.layout import TableLayout
+from coordinator.storage.store_uri import table_location
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.snapshots_on_storage import find_latest_snapshot_id, latest_schema_id
 from coordinator.usecases.table_stats import stats_on_storage
-from coordinator_client.format.location import local_path
 from coordinator_client.format.schema import SchemaField, TableSchema
 from coordinator_client.format.types import parse_type
 from coordinator_client.models import CreateTableRequest
@@ -181,8 +181,10 @@ class Tables:
             raise InvalidRequest(
                 "registering by location takes the schema from the table; send no fields", field="fields"
             )
-        given = request.location or ""
-        location = local_path(given) or given.rstrip("/")
+        try:
+            location = table_location(request.location or "", self._root)
+        except ValueError as error:
+            raise InvalidRequest(str(error), field="location") from None
         layout = TableLayout(location)
         schema_id = latest_schema_id(self._fileio, layout)
         if schema_id is None:

@@ -26,6 +26,7 @@ from coordinator.db.repositories.commits import (
     insert_commits,
     insert_maintenance,
     list_commits,
+    mark_overwritten,
     update_commit_timings,
 )
 from coordinator.db.repositories.dashboard import (
@@ -98,6 +99,7 @@ __all__ = [
     "list_snapshots",
     "list_tables",
     "list_tokens",
+    "mark_overwritten",
     "mark_published",
     "ping",
     "rejections_by_type",

@@ -75,6 +75,22 @@ def find_by_idempotency_key(conn: Connection, table_id: str, key: str) -> Stored
     return stored_commit(row) if row is not None else None
 
 
+def mark_overwritten(conn: Connection, table_id: str, keys: Sequence[tuple[str, int]]) -> None:
+    """Committed rows whose snapshots an outside writer took before they were published: their history
+    says so, and they no longer answer a resend (nor hold its Idempotency-Key), which commits anew."""
+    for commit_user, identifier in keys:
+        conn.execute(
+            update(CommitRow)
+            .where(
+                CommitRow.table_id == table_id,
+                CommitRow.commit_user == commit_user,
+                CommitRow.identifier == identifier,
+                CommitRow.outcome == "committed",
+            )
+            .values(outcome="overwritten", idempotency_key=None)
+        )
+
+
 def insert_commits(conn: Connection, table_id: str, commits: Sequence[NewCommit]) -> None:
     if not commits:
         return

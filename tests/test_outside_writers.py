@@ -1,0 +1,90 @@
+"""A writer outside the coordinator (pypaimon's own commit) on the same table, locally and on S3.
+
+The coordinator never overwrites an outsider's snapshot, and never acknowledges a commit whose snapshot
+id an outsider took before it was published: that commit is decided again on top of the outsider's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+from fastapi.testclient import TestClient
+
+from coordinator.services import Services
+from coordinator.usecases.publication import Publication
+from coordinator_client.models import CommitRequest
+from tests.paimon_files import PaimonTable, create_table, pypaimon_catalog_options, pypaimon_rows, sorted_rows
+from tests.pause import PausedCall
+
+STORES = ("local", "s3")
+
+FIELDS = {"dt": "STRING", "id": "BIGINT"}
+
+
+def _body(table: PaimonTable, user: str, ids: range) -> dict[str, Any]:
+    rows = [{"dt": "a", "id": i} for i in ids]
+    return {
+        "commitUser": user,
+        "identifier": 1,
+        "messages": [table.message(rows[0], newFiles=[table.append_file(rows)])],
+    }
+
+
+def _ours(api: TestClient, table: PaimonTable, user: str, ids: range) -> dict[str, Any]:
+    response = api.post(f"/tables/{table.id}/commits", json=_body(table, user, ids))
+    assert response.status_code == 201, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def _outsiders(warehouse: str, table_id: str, ids: range) -> None:
+    """pypaimon's own batch commit of rows `ids`: check that snapshot-N is absent, then write it."""
+    from pypaimon import CatalogFactory
+
+    table = CatalogFactory.create(pypaimon_catalog_options(warehouse)).get_table(table_id)
+    builder = table.new_batch_write_builder()
+    write = builder.new_write()
+    write.write_arrow(pa.table({"dt": ["a"] * len(ids), "id": pa.array(list(ids), pa.int64())}))
+    commit = builder.new_commit()
+    commit.commit(write.prepare_commit())
+    commit.close()
+    write.close()
+
+
+def test_a_snapshot_id_taken_before_publication_is_decided_again(
+    api: TestClient, warehouse_location: str
+) -> None:
+    table = create_table(api, "db", "shared", FIELDS, partitionKeys=["dt"])
+    _ours(api, table, "first", range(3))
+    # Our second commit stops after its commit point recorded snapshot 2, before snapshot-2 is written;
+    # meanwhile pypaimon, which sees LATEST = 1, writes its own snapshot-2.
+    services: Services = api.app.state.services  # type: ignore[attr-defined]
+    request = CommitRequest.model_validate(_body(table, "second", range(10, 13)))
+    paused = PausedCall(lambda: services.committer.commit(table.id, request), at=Publication.write).start()
+    _outsiders(warehouse_location, table.id, range(100, 104))
+    answer = paused.resume()
+
+    assert [s.id for s in answer.snapshots] == [3]  # decided again, on top of the outsider's 2
+    expected = [{"dt": "a", "id": i} for i in (*range(3), *range(10, 13), *range(100, 104))]
+    assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(expected)
+    history = api.get(f"/tables/{table.id}/commits").json()["commits"]
+    second = [
+        (c["outcome"], [s["id"] for s in c["snapshots"]]) for c in history if c["commitUser"] == "second"
+    ]
+    assert sorted(second) == [("committed", [3]), ("overwritten", [2])]
+    assert api.get(f"/tables/{table.id}").json()["latestSnapshotId"] == 3
+    assert api.get(f"/tables/{table.id}").json()["totalRecordCount"] == len(expected)
+    metrics = api.get("/metrics").text
+    assert "coordinator_snapshots_taken_total 1.0" in metrics
+
+
+def test_outsider_snapshots_are_adopted_never_overwritten(api: TestClient, warehouse_location: str) -> None:
+    table = create_table(api, "db", "adopted", FIELDS, partitionKeys=["dt"])
+    _ours(api, table, "w", range(2))
+    _outsiders(warehouse_location, table.id, range(50, 52))
+    _outsiders(warehouse_location, table.id, range(60, 62))
+    answer = _ours(api, table, "w2", range(5, 7))
+    assert [s["id"] for s in answer["snapshots"]] == [4]
+    expected = [{"dt": "a", "id": i} for i in (0, 1, 50, 51, 60, 61, 5, 6)]
+    assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(expected)
