@@ -48,9 +48,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """A module opts into the S3 tier with `STORES = ("local", "s3")`; others run on local disk."""
+    """A module opts into the S3 tier with `STORES = ("local", "s3")`, a test with
+    `@pytest.mark.stores("local", "s3")`; the others run on local disk."""
     if "store" in metafunc.fixturenames:
-        stores = getattr(metafunc.module, "STORES", ("local",))
+        marker = metafunc.definition.get_closest_marker("stores")
+        stores = marker.args if marker is not None else getattr(metafunc.module, "STORES", ("local",))
         metafunc.parametrize("store", stores, indirect=True)
 
 

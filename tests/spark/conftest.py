@@ -16,13 +16,15 @@ import pytest
 
 from coordinator_client import CoordinatorClient
 from tests.conftest import LiveServer, fresh_database
+from tests.seaweed import SeaweedFS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
+def spark(seaweedfs: SeaweedFS) -> Iterator[SparkSession]:
+    # The S3 store first: Spark's Python workers take their AWS_* environment from the driver's at start.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession

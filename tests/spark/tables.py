@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from coordinator_client import CoordinatorClient
+from coordinator_client.spark.layout import filesystem
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -50,9 +52,14 @@ def assert_same_rows(actual: pa.Table, expected: pa.Table, keys: Sequence[str], 
 
 
 def data_files_on_storage(location: str) -> set[str]:
-    """Data files under a table folder, relative to it."""
-    root = Path(location)
-    return {str(p.relative_to(root)) for p in root.rglob("data-*") if p.is_file()}
+    """Data files under a table folder (local or S3), relative to it."""
+    fs, root = filesystem(location)
+    infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
+    return {
+        i.path[len(root) :].lstrip("/")
+        for i in infos
+        if i.type == pafs.FileType.File and i.base_name.startswith("data-")
+    }
 
 
 def data_files_referenced(client: CoordinatorClient, table_id: str) -> set[str]:
@@ -61,5 +68,5 @@ def data_files_referenced(client: CoordinatorClient, table_id: str) -> set[str]:
     referenced: set[str] = set()
     for snapshot in client.list_snapshots(table_id, limit=1000).snapshots:
         for f in client.live_files(table_id, snapshot.id).files:
-            referenced.add(str(Path(f.path).relative_to(location)))
+            referenced.add(f.path.removeprefix(location).lstrip("/"))
     return referenced

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.slow
 
-ROWS, UPDATES, DELETES = 1_000_000, 200_000, 10_000
+SIZES = {"local": (1_000_000, 200_000, 10_000), "s3": (20_000, 4_000, 500)}
+"""Rows written, updated (drawn with replacement) and deleted; on S3 each object costs a round trip."""
 KEY = ["dt", "id"]
 FIELDS = {
     "dt": "STRING NOT NULL",
@@ -79,19 +80,21 @@ def _delete(model: pd.DataFrame, keys: pd.DataFrame) -> pd.DataFrame:
     return model[~pd.MultiIndex.from_frame(model[KEY]).isin(gone)]
 
 
+@pytest.mark.stores("local", "s3")
 def test_write_update_delete_compact_read_back_at_every_snapshot(
-    spark: SparkSession, client: CoordinatorClient, warehouse: Path, tmp_path: Path
+    spark: SparkSession, client: CoordinatorClient, warehouse_location: str, store: str, tmp_path: Path
 ) -> None:
+    rows_, updates_, deletes_ = SIZES[store]
     table = create_table(
         client, "sales", "orders", FIELDS, partitionKeys=["dt"], primaryKeys=KEY, options={"bucket": "4"}
     ).id
     rng = np.random.default_rng(7)
-    base = _rows(rng.permutation(ROWS), "base-", rng)
-    # Drawn with replacement: about 19,000 keys are updated several times within the one write.
-    updates = _rows(rng.integers(0, ROWS, UPDATES), "update-", rng)
+    base = _rows(rng.permutation(rows_), "base-", rng)
+    # Drawn with replacement: about 1 in 10 keys (19,000 of a million) is updated several times in one write.
+    updates = _rows(rng.integers(0, rows_, updates_), "update-", rng)
     # A few keys that never existed: deleting them is a no-op.
-    deletes = _rows(rng.choice(ROWS + 1_000, DELETES, replace=False), "delete-", rng)[KEY]
-    assert updates["id"].duplicated().sum() > 10_000
+    deletes = _rows(rng.choice(rows_ + 1_000, deletes_, replace=False), "delete-", rng)[KEY]
+    assert updates["id"].duplicated().sum() > updates_ // 20
 
     inputs = tmp_path / "inputs"
     key_rows = pa.Table.from_pandas(
@@ -127,11 +130,11 @@ def test_write_update_delete_compact_read_back_at_every_snapshot(
             want = _arrow(model)
             ours = read(spark, table, client=client, snapshot=snapshot_id).toArrow()
             assert_same_rows(ours, want, KEY, f"after {step}, our reader at snapshot {snapshot_id}")
-            theirs = pypaimon_table(warehouse, table, snapshot_id)
+            theirs = pypaimon_table(warehouse_location, table, snapshot_id)
             assert_same_rows(theirs, want, KEY, f"after {step}, pypaimon at snapshot {snapshot_id}")
 
     assert sorted(models) == [1, 2, 3, 4]
-    assert len(models[4]) == ROWS - (deletes["id"] < ROWS).sum()
+    assert len(models[4]) == rows_ - (deletes["id"] < rows_).sum()
     # After the compaction every bucket is one file at the top level, with no delete rows left.
     files = client.live_files(table).files
     assert {(f.level, f.delete_row_count) for f in files} == {(5, 0)}

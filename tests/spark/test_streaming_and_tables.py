@@ -77,8 +77,9 @@ def test_a_streaming_batch_replayed_after_a_restart_is_committed_once(
     assert data_files_on_storage(location) == data_files_referenced(client, table)
 
 
+@pytest.mark.stores("local", "s3")
 def test_append_table_write_overwrite_compact(
-    spark: SparkSession, client: CoordinatorClient, warehouse: Path
+    spark: SparkSession, client: CoordinatorClient, warehouse_location: str
 ) -> None:
     table = create_table(
         client, "logs", "lines", {"dt": "STRING", "n": "INT", "line": "STRING"}, partitionKeys=["dt"]
@@ -114,14 +115,14 @@ def test_append_table_write_overwrite_compact(
     # The streamed plan after the compaction's DELETE entries; a partition named twice is read once.
     both = read(spark, table, client=client, partitions=[{"dt": "b"}, {"dt": "a"}, {"dt": "b"}]).toArrow()
     assert_same_rows(both, want, keys, "partitions b, a and b again, after compaction")
-    assert_same_rows(pypaimon_table(warehouse, table), want, keys, "pypaimon after compaction")
+    assert_same_rows(pypaimon_table(warehouse_location, table), want, keys, "pypaimon after compaction")
     assert_same_rows(
         read(spark, table, client=client, snapshot=1).toArrow(), want.slice(0, 500), keys, "snapshot 1"
     )
 
     write(lines("a", 0, 10, "all new"), table, client=client, mode="overwrite")
     assert_same_rows(
-        pypaimon_table(warehouse, table),
+        pypaimon_table(warehouse_location, table),
         pa.Table.from_pylist(rows("a", 0, 10, "all new"), schema=schema),
         keys,
         "after overwriting the table",
