@@ -21,6 +21,7 @@ from coordinator_client.errors import (
     TransportError,
     Unauthorized,
     WriteAborted,
+    WriteOutcomeUnknown,
 )
 from coordinator_client.models import (
     BATCH_IDENTIFIER,
@@ -165,4 +166,5 @@ __all__ = [
     "Unauthorized",
     "WinningSnapshot",
     "WriteAborted",
+    "WriteOutcomeUnknown",
 ]

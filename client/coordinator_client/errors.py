@@ -16,6 +16,7 @@
     ├── CommitStateUnknown        a commit's outcome could not be determined even after asking the service
     ├── StreamCutOff              a streamed answer (the scan plan) ended before its last line
     └── WriteAborted              a Spark write or compaction did not commit; its files were deleted
+        └── WriteOutcomeUnknown   nobody could say whether it committed; its files were kept
 
 Within a class, `code` (an ErrorCode of the wire contract) tells the cases apart (e.g. TAG_NOT_FOUND from
 TABLE_NOT_FOUND, TAG_ALREADY_EXISTS from COMMIT_CONFLICT). Other statuses (e.g. 405) raise a plain
@@ -48,6 +49,7 @@ __all__ = [
     "TransportError",
     "Unauthorized",
     "WriteAborted",
+    "WriteOutcomeUnknown",
     "api_error",
     "reported_error",
 ]
@@ -191,13 +193,38 @@ class WriteAborted(CoordinatorClientError):
     """A Spark write or compaction did not commit; `__cause__` says why (a Conflict, a task failure...).
 
     `deleted_files` counts the data files the job wrote and then deleted. `kept_files` are left in place
-    only when the commit's outcome is unknown (the commit may still name them); otherwise it is empty.
+    only when the commit's outcome is unknown (WriteOutcomeUnknown: the commit may still name them);
+    otherwise it is empty.
     """
 
     def __init__(self, message: str, *, deleted_files: int, kept_files: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.deleted_files = deleted_files
         self.kept_files = list(kept_files)
+
+
+class WriteOutcomeUnknown(WriteAborted):
+    """A Spark write or compaction sent its commit, and neither its answer nor the coordinator, asked
+    afterwards, could say whether it stands; `__cause__` is what broke (a timeout, a 5xx, CommitStateUnknown).
+
+    Its data files are kept (`kept_files`, relative to the table), since a standing commit would name them.
+    Ask `commit_outcome(table_id, commit_user, identifier)` later: `committed` means the rows are in the
+    table; `rejected` means the files can go. Orphan cleanup removes them once no commit can name them.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        table_id: str,
+        commit_user: str,
+        identifier: int,
+        kept_files: Sequence[str],
+    ) -> None:
+        super().__init__(message, deleted_files=0, kept_files=kept_files)
+        self.table_id = table_id
+        self.commit_user = commit_user
+        self.identifier = identifier
 
 
 def _parse_retry_after(value: str | None) -> float | None:

@@ -74,7 +74,9 @@ class Services:
             log.warning("published snapshots of %s that a crash left unpublished", table_id)
         reads = Reads(engine, fileio, tables)
         maintenance = Maintenance(fileio, tables, reads, holds, committer, metrics=metrics, clock=clock)
-        # Retention runs after a commit stands (snapshot.expire.execution-mode: sync, or async).
+        # Retention runs after a commit stands (snapshot.expire.execution-mode: sync, or async). Its
+        # failures, in either mode, are logged and counted (coordinator_post_commit_failures_total
+        # {step="retention"}) and never reach the committer: its commit stands and its answer is 201.
         committer.after_each_commit(maintenance.after_commit)
         operations = Operations(engine, locks, committer, AuditLog(engine, clock), metrics)
         # Sizes of tables recorded before revision 0005, read once from storage in the background.

@@ -4,19 +4,33 @@ Exactly-once rests on three facts. Only the successful attempt of each task repo
 and speculative attempts are never committed. The commit is one ManifestCommittable under a commitUser and
 identifier, which the coordinator deduplicates. And every file name starts with the job's own prefix, so
 whatever the job wrote and did not commit (a failed attempt, a rejected commit) can be found and deleted.
+
+A committed snapshot must never point at a deleted file, so the commit's files are deleted only when the
+coordinator has decided against the commit. A lost answer (timeout, 5xx, dropped connection, Ctrl-C while
+the commit is out) is not a rejection: the commit may stand. The client's retry policy (`_flows`) asks
+the coordinator after a timeout or a 5xx, and raises CommitStateUnknown when it could not learn the
+outcome; for any other failure (a 503 past its retries, Ctrl-C, an unexpected error) the writer asks
+once itself. While nobody can say, the files are kept (WriteOutcomeUnknown).
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
 from coordinator_client.client import CoordinatorClient
-from coordinator_client.errors import CommitStateUnknown, Conflict, WriteAborted
-from coordinator_client.models import CommitRequest, CommitResponse
+from coordinator_client.errors import (
+    BadRequest,
+    CommitStateUnknown,
+    Conflict,
+    WriteAborted,
+    WriteOutcomeUnknown,
+)
+from coordinator_client.models import CommitOutcomeResponse, CommitRequest, CommitResponse, ErrorResponse
 from coordinator_client.spark.data_files import FILE_COLUMN, WrittenFile
 from coordinator_client.spark.layout import SparkTable
 
@@ -48,32 +62,146 @@ def commit_written(
     prefix: str,
     what: str,
 ) -> CommitResponse:
-    """Commit the files; on rejection delete them, on an unknown outcome keep them and say so."""
-    directories = {f.directory for f in files}
+    """Commit the files. They are deleted only once the coordinator has decided against the commit (its
+    409 or 4xx validation answer, or the outcome `rejected`). On any other failure while the commit is
+    out (a timeout, a 5xx, a dropped connection, Ctrl-C) the coordinator is asked what became of it, and
+    the files stay until it says: a commit that stands may name them.
+
+    Raises:
+        WriteAborted: the coordinator rejected the commit; the files were deleted.
+        WriteOutcomeUnknown: nobody could say whether the commit stands; the files were kept.
+        BaseException: a KeyboardInterrupt (or the like) during the commit, re-raised once the files are
+            settled as above, with a note saying what became of the commit.
+    """
+    # Our own key: a resend after a lost answer is deduplicated by it, and the outcome asks about it.
+    key = str(uuid.uuid4())
     try:
-        response = client.commit(layout.table_id, request)
-    except CommitStateUnknown as error:
-        raise WriteAborted(
-            f"{what}: the commit's outcome is unknown ({error}); its {len(files)} data file(s) are kept, "
-            "since the commit may still name them",
-            deleted_files=0,
+        response = client.commit(layout.table_id, request, idempotency_key=key)
+    except BaseException as error:
+        return _settle(client, layout, request, files, prefix, what, key, error)
+    _committed(client, layout, response, files, prefix)
+    return response
+
+
+def _settle(
+    client: CoordinatorClient,
+    layout: SparkTable,
+    request: CommitRequest,
+    files: Sequence[WrittenFile],
+    prefix: str,
+    what: str,
+    key: str,
+    error: BaseException,
+) -> CommitResponse:
+    """After the commit call failed: delete on a decided rejection, else ask, and keep while unknown."""
+    rejection: BaseException | None = error if _decided_rejection(error) else None
+    if rejection is None and not isinstance(error, CommitStateUnknown):
+        # CommitStateUnknown means the client asked already (with retries) and could not learn it.
+        outcome = _ask_outcome(client, layout.table_id, request, key)
+        if outcome is not None and outcome.status == "committed":
+            response = CommitResponse(snapshots=outcome.snapshots, deduplicated=True)
+            _committed(client, layout, response, files, prefix)
+            _note(error, f"{what}: commit {_who(request)} stands (snapshots {_ids(response)}); rows are in")
+            if not isinstance(error, Exception):
+                raise error  # Ctrl-C stops the job all the same, now that what it did is known
+            return response
+        if outcome is not None and outcome.status == "rejected":
+            rejection = _rejected(outcome, error)
+    if rejection is None:
+        _note(error, f"{what}: outcome of commit {_who(request)} unknown; its {len(files)} data file(s) kept")
+        if not isinstance(error, Exception):
+            raise error
+        raise WriteOutcomeUnknown(
+            f"{what}: the outcome of commit {_who(request)} on {layout.table_id} is unknown "
+            f"({_first_line(error)}); its {len(files)} data file(s) were kept, since the commit may still "
+            f"stand and name them. Ask client.commit_outcome({layout.table_id!r}, {request.commit_user!r}, "
+            f"{request.identifier}): committed means the rows are in; rejected means the files can go",
+            table_id=layout.table_id,
+            commit_user=request.commit_user,
+            identifier=request.identifier,
             kept_files=[f.path for f in files],
         ) from error
-    except BaseException as error:
-        deleted = delete_files(layout, [f.path for f in files])
-        deleted += sweep(layout, prefix, keep=(), directories=directories)
-        if not isinstance(error, Exception):
-            raise
-        raise WriteAborted(
-            f"{what} was not committed: {_reason(error)}; deleted its {deleted} data file(s)",
-            deleted_files=deleted,
-        ) from error
-    if response.deduplicated:
-        # An earlier run of this very commit (a replayed streaming batch) holds these rows already.
+    deleted = delete_files(layout, [f.path for f in files])
+    deleted += sweep(layout, prefix, keep=(), directories={f.directory for f in files})
+    _note(error, f"{what}: commit {_who(request)} was rejected; deleted its {deleted} data file(s)")
+    if not isinstance(error, Exception):
+        raise error
+    raise WriteAborted(
+        f"{what} was not committed: {_reason(rejection)}; deleted its {deleted} data file(s)",
+        deleted_files=deleted,
+    ) from rejection
+
+
+def _committed(
+    client: CoordinatorClient,
+    layout: SparkTable,
+    response: CommitResponse,
+    files: Sequence[WrittenFile],
+    prefix: str,
+) -> None:
+    """The commit stands: keep its files, sweep what dead attempts left; delete the files only if the
+    standing commit is an earlier run's (a replayed streaming batch) that does not name them."""
+    directories = {f.directory for f in files}
+    if response.deduplicated and _names_files(client, layout, response, files) is False:
         delete_files(layout, [f.path for f in files])
-    else:
-        sweep(layout, prefix, keep={f.path for f in files}, directories=directories)
-    return response
+        return
+    sweep(layout, prefix, keep={f.path for f in files}, directories=directories)
+
+
+def _names_files(
+    client: CoordinatorClient, layout: SparkTable, response: CommitResponse, files: Sequence[WrittenFile]
+) -> bool | None:
+    """Does the commit's last snapshot hold `files`? A deduplicated answer is this very commit when a lost
+    answer was resolved or resent, and an earlier run's when the identifier was committed before; None
+    when it cannot be told (no files, the snapshot already expired, the coordinator unreachable)."""
+    if not files or not response.snapshots:
+        return None
+    first = files[0]
+    try:
+        live = client.live_files(
+            layout.table_id, response.snapshots[-1].id, first.partition if layout.partition_keys else None
+        )
+    except Exception:
+        return None
+    return first.meta["fileName"] in {f.file_name for f in live.files}
+
+
+def _decided_rejection(error: BaseException) -> bool:
+    """The coordinator's own answer that nothing of the commit was or will be written: a conflict (409)
+    or invalid input (400, 413, 422), with its error body (a proxy's error page has none)."""
+    return isinstance(error, (Conflict, BadRequest)) and error.body is not None
+
+
+def _ask_outcome(
+    client: CoordinatorClient, table_id: str, request: CommitRequest, key: str
+) -> CommitOutcomeResponse | None:
+    """What the coordinator recorded of the commit; None when it cannot be asked."""
+    try:
+        return client.commit_outcome(table_id, request.commit_user, request.identifier, key)
+    except Exception:
+        return None
+
+
+def _rejected(outcome: CommitOutcomeResponse, cause: BaseException) -> Conflict:
+    conflict = outcome.conflict
+    message = conflict.message if conflict is not None else "the commit was rejected"
+    rejected = Conflict(409, ErrorResponse(code="COMMIT_CONFLICT", message=message, conflict=conflict))
+    rejected.__cause__ = cause
+    return rejected
+
+
+def _who(request: CommitRequest) -> str:
+    return f"{request.commit_user!r}/{request.identifier}"
+
+
+def _ids(response: CommitResponse) -> list[int]:
+    return [s.id for s in response.snapshots]
+
+
+def _note(error: BaseException, note: str) -> None:
+    """Say on a re-raised KeyboardInterrupt (or the like) what became of the commit (Python >= 3.11)."""
+    if not isinstance(error, Exception) and hasattr(error, "add_note"):
+        error.add_note(note)
 
 
 def messages(

@@ -39,6 +39,7 @@ def compact(
     Raises:
         WriteAborted: the job failed or the commit was rejected (e.g. a racing compaction won, the
             cause is the Conflict); the files this compaction wrote were deleted.
+        WriteOutcomeUnknown: nobody could say whether the commit stands; the files were kept.
     """
     layout = SparkTable.of(client.get_table(table))
     layout.check_mergeable()

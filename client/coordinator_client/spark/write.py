@@ -42,7 +42,11 @@ def write(
 
     Raises:
         ValueError: the DataFrame or the arguments do not fit the table; nothing was written.
-        WriteAborted: the job or the commit failed; the data files it wrote were deleted.
+        WriteAborted: the job failed, or the coordinator rejected the commit; the data files it wrote
+            were deleted.
+        WriteOutcomeUnknown: the commit was sent and nobody could say whether it stands (the answer was
+            lost and the coordinator could not be asked); the data files were kept, and the error names
+            the commitUser and identifier to ask about.
     """
     layout = SparkTable.of(client.get_table(table))
     _check_arguments(layout, df.columns, mode, partition, dynamic)
@@ -80,7 +84,9 @@ def stream_sink(
     """A `foreachBatch` function: each micro-batch is one commit with identifier = batchId.
 
     Keep `commit_user` stable for the query (the checkpoint's identity): a batch replayed after a restart
-    then carries a commit user and identifier the coordinator has seen, and is not committed again.
+    then carries a commit user and identifier the coordinator has seen, and is not committed again. A
+    batch whose commit outcome stays unknown raises WriteOutcomeUnknown with its files kept, which stops
+    the query; its restart replays the batch, and the coordinator answers it if the commit stood.
     """
 
     def sink(batch: DataFrame, batch_id: int) -> CommitResponse:

@@ -79,6 +79,13 @@ class Metrics:
             ["action"],
             registry=r,
         )
+        self.post_commit_failures = Counter(
+            "coordinator_post_commit_failures",
+            "Work after a commit was decided that failed, by step (retention, commit-log: its log line "
+            "and counters); the commit's answer did not change.",
+            ["step"],
+            registry=r,
+        )
         self.forced_releases = Counter(
             "coordinator_lock_forced_releases", "Locks released by an admin.", registry=r
         )

@@ -10,9 +10,11 @@ storage (publication). This module orchestrates; each step's work lives in the m
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Literal
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
@@ -53,13 +55,19 @@ from coordinator.usecases.snapshot_writer import write_snapshots
 from coordinator.usecases.table_hold import Hold, TableHolds
 from coordinator.usecases.table_state import TableState, TableStates
 from coordinator.usecases.tables import Table, Tables
-from coordinator_client.models import CommitRequest, CommitResponse, InFlightCommitModel
+from coordinator_client.models import CommitRequest, CommitResponse, ConflictModel, InFlightCommitModel
 
 MAX_GROUP = 32
 """At most this many queued committables are committed in one lock hold."""
 
 AfterCommit = Callable[[str, int], None]
-"""Called with (table id, latest snapshot id) once a commit stands; it must not raise."""
+"""Called with (table id, latest snapshot id) once a commit stands. What it raises is logged and counted
+(coordinator_post_commit_failures_total), never answered: the commit stands whatever happens after it."""
+
+PostCommitStep = Literal["retention", "commit-log"]
+"""Work after the commit point and publication, named in the log and in the failure metric."""
+
+log = logging.getLogger(__name__)
 
 
 class Committer:
@@ -101,7 +109,8 @@ class Committer:
         self._after_commit: AfterCommit | None = None
 
     def after_each_commit(self, hook: AfterCommit) -> None:
-        """Run `hook` after every commit that made a snapshot (retention); its failures are its own."""
+        """Run `hook` after every commit that made a snapshot (retention); its failures are logged and
+        counted, and the commit's answer stays what the commit point decided."""
         self._after_commit = hook
 
     def commit(
@@ -122,22 +131,52 @@ class Committer:
             resolved = resolve_committable(request, table.shape, now_millis=self._clock.local_millis())
             response = self._commit(table, resolved, idempotency_key, started)
         except CommitConflict as rejected:
-            self._events.answered(table_id, who, resolved, "rejected", conflict=rejected.conflict)
+            self._log_answer(table_id, who, resolved, "rejected", conflict=rejected.conflict)
             raise
         except LockUnavailable as busy:
-            self._events.answered(table_id, who, resolved, "lock_unavailable", error=busy.message)
+            self._log_answer(table_id, who, resolved, "lock_unavailable", error=busy.message)
             raise
         except (InvalidRequest, TableNotFound, DataFileMissing) as invalid:
-            self._events.answered(table_id, who, resolved, "invalid", error=invalid.message)
+            self._log_answer(table_id, who, resolved, "invalid", error=invalid.message)
             raise
         except Exception as error:
-            self._events.answered(table_id, who, resolved, "failed", error=repr(error))
+            self._log_answer(table_id, who, resolved, "failed", error=repr(error))
             raise
+        # The commit stands (recorded at the commit point, published): from here on nothing may turn
+        # its answer into an error, or the writer would take a standing commit for a failed one.
         outcome: Outcome = "deduplicated" if response.deduplicated else "committed"
-        self._events.answered(table_id, who, resolved, outcome, response=response)
-        if response.snapshots and not response.deduplicated and self._after_commit is not None:
-            self._after_commit(table.id, response.snapshots[-1].id)
+        self._log_answer(table_id, who, resolved, outcome, response=response)
+        hook = self._after_commit
+        if response.snapshots and not response.deduplicated and hook is not None:
+            try:
+                hook(table.id, response.snapshots[-1].id)
+            except Exception:
+                self.post_commit_failed("retention", table.id)
         return response
+
+    def post_commit_failed(self, step: PostCommitStep, table_id: str) -> None:
+        """Log (with the exception being handled) and count a failure of work after a commit stood."""
+        log.exception("%s after a commit to %s failed; the commit stands", step, table_id)
+        self._metrics.post_commit_failures.labels(step).inc()
+
+    def _log_answer(
+        self,
+        table_id: str,
+        who: tuple[str, int],
+        resolved: ResolvedCommittable | None,
+        outcome: Outcome,
+        *,
+        response: CommitResponse | None = None,
+        conflict: ConflictModel | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Log and count the answer; a failure to do so must not change the answer itself."""
+        try:
+            self._events.answered(
+                table_id, who, resolved, outcome, response=response, conflict=conflict, error=error
+            )
+        except Exception:
+            self.post_commit_failed("commit-log", table_id)
 
     def in_flight(self) -> list[InFlightCommitModel]:
         """The commits this instance is working on, oldest first, with the phase each is in."""

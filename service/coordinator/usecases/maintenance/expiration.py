@@ -92,6 +92,7 @@ class Expiration:
             self._after_commit(table_id, latest)
         except Exception:
             log.exception("expiring snapshots of %s after a commit failed", table_id)
+            self._actions.metrics.post_commit_failures.labels("retention").inc()
 
     def _after_commit(self, table_id: str, latest: int) -> None:
         table = self._actions.tables.get(table_id)
@@ -121,6 +122,7 @@ class Expiration:
             self.expire(table_id, actor=AUTO_EXPIRE)
         except Exception:
             log.exception("expiring snapshots of %s after a commit failed", table_id)
+            self._actions.metrics.post_commit_failures.labels("retention").inc()
 
     def _may_expire(self, table: Table, retention: Retention, latest: int) -> bool:
         known = self._earliest.get(table.id)
