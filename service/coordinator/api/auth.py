@@ -13,6 +13,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from coordinator.access.tokens import Principal
 from coordinator.api.deps import ServicesDep
+from coordinator.api.params import TableId
 from coordinator.errors import Forbidden, Unauthenticated
 from coordinator.usecases.tables import split_table_id
 
@@ -54,7 +55,7 @@ def admin(principal: Caller) -> Principal:
     return principal
 
 
-def table_writer(table_id: str, principal: Caller) -> Principal:
+def table_writer(table_id: TableId, principal: Caller) -> Principal:
     """Commit to `table_id`: admins, and writers whose grant covers the table's database or the table."""
     database, name = split_table_id(table_id)
     if not principal.may_write(database, name):
