@@ -300,4 +300,8 @@ def test_malformed_maintenance_requests(api: TestClient, table: PaimonTable, dat
         assert response.status_code == 422, (name, response.text)
         assert response.json()["code"] == "INVALID_REQUEST", name
         assert response.json()["field"] == field, (name, response.json())
+    # The caller's name is recorded in the history and the audit log: no control character gets there.
+    named = api.post(f"/tables/{table.id}/expire", headers={"X-Coordinator-User": "ops\x7fbot"})
+    assert named.status_code == 422, named.text
+    assert named.json()["field"] == "header.X-Coordinator-User"
     assert (database_digest(database_url), tree_digest(table.location)) == before

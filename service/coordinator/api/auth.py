@@ -16,6 +16,7 @@ from coordinator.api.deps import ServicesDep
 from coordinator.api.params import TableId
 from coordinator.errors import Forbidden, Unauthenticated
 from coordinator.usecases.tables import split_table_id
+from coordinator_client.models import PRINTABLE_PATTERN
 
 _bearer = HTTPBearer(auto_error=False, description="a token from `coordinator tokens create`")
 
@@ -25,7 +26,14 @@ def caller(
     services: ServicesDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     user: Annotated[
-        str | None, Header(alias="X-Coordinator-User", min_length=1, max_length=200, include_in_schema=False)
+        str | None,
+        Header(
+            alias="X-Coordinator-User",
+            min_length=1,
+            max_length=200,
+            pattern=PRINTABLE_PATTERN,
+            include_in_schema=False,
+        ),
     ] = None,
 ) -> Principal:
     """The principal of this request (cached per request by FastAPI)."""
