@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Depends, Header, Response, status
+from fastapi import APIRouter, Depends, Response, status
 
 from coordinator.api.auth import TableWriter, reader
 from coordinator.api.deps import LockThreadsDep, ServicesDep
@@ -12,13 +10,13 @@ from coordinator.api.errors import AUTH_ERRORS, COMMIT_ERRORS, TABLE_ERRORS
 from coordinator.api.params import (
     DEFAULT_PAGE,
     CommitUser,
+    IdempotencyKeyHeader,
     IdempotencyKeyQuery,
     Identifier,
     PageLimit,
     TableId,
 )
 from coordinator_client.models import (
-    PRINTABLE_PATTERN,
     CommitHistoryResponse,
     CommitOutcomeResponse,
     CommitRequest,
@@ -45,7 +43,7 @@ async def commit(
     threads: LockThreadsDep,
     response: Response,
     _writer: TableWriter,
-    idempotency_key: Annotated[str | None, Header(max_length=200, pattern=PRINTABLE_PATTERN)] = None,
+    idempotency_key: IdempotencyKeyHeader = None,
 ) -> CommitResponse:
     """Commit a ManifestCommittable; 201 with the new snapshots, 200 with the recorded ones for a resend."""
     result = await threads.run(services.committer.commit, table_id, body, idempotency_key=idempotency_key)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Path, Query
+from fastapi import Header, Path, Query
 
 from coordinator_client.models import (
     COMMIT_USER_PATTERN,
@@ -42,6 +42,7 @@ RefName = Annotated[str, Path(pattern=REF_NAME_PATTERN, description="a tag name 
 AssetName = Annotated[str, Path(pattern=FILE_NAME_PATTERN)]
 """A dashboard file: a plain file name, never a path."""
 LockId = Annotated[str, Path(min_length=1, max_length=300, pattern=PRINTABLE_PATTERN)]
+"""A lock id (locks.lock_id is a VARCHAR(300)), for POST /locks/{lock_id}/release in api/ops.py."""
 
 PageLimit = Annotated[int, Query(ge=1, le=MAX_PAGE, description="entries per page")]
 TablesLimit = Annotated[int, Query(ge=1, le=MAX_PAGE, description="tables per page")]
@@ -62,6 +63,7 @@ PartitionFilter = Annotated[
 IdempotencyKeyQuery = Annotated[
     str | None, Query(alias="idempotencyKey", max_length=200, pattern=PRINTABLE_PATTERN)
 ]
+IdempotencyKeyHeader = Annotated[str | None, Header(max_length=200, pattern=PRINTABLE_PATTERN)]
 PageToken = Annotated[
     str | None,
     Query(max_length=600, pattern=PRINTABLE_PATTERN, description="nextPageToken of the previous page"),
@@ -75,4 +77,5 @@ TableFilter = Annotated[
     str | None,
     Query(max_length=TABLE_ID_MAX, pattern=PRINTABLE_PATTERN, description="only this table id"),
 ]
+"""GET /commits?table= in api/ops.py."""
 WindowMinutes = Annotated[int, Query(ge=1, le=1440, description="the window of throughput and latency")]
