@@ -10,10 +10,13 @@ them from here.
 
 from coordinator_client.format.snapshot import BATCH_IDENTIFIER
 from coordinator_client.models._base import (
+    COMMIT_USER_PATTERN,
     FILE_NAME_PATTERN,
     INT32_MAX,
     INT64_MAX,
+    INT64_MIN,
     NAME_PATTERN,
+    PRINTABLE_PATTERN,
     REF_NAME_PATTERN,
 )
 from coordinator_client.models._commits import (
@@ -91,10 +94,13 @@ from coordinator_client.models._tables import (
 
 __all__ = [
     "BATCH_IDENTIFIER",
+    "COMMIT_USER_PATTERN",
     "FILE_NAME_PATTERN",
     "INT32_MAX",
     "INT64_MAX",
+    "INT64_MIN",
     "NAME_PATTERN",
+    "PRINTABLE_PATTERN",
     "REF_NAME_PATTERN",
     "AuditEntryModel",
     "AuditListResponse",

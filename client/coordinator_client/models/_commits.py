@@ -8,9 +8,14 @@ from pydantic import Field, JsonValue
 
 from coordinator_client.format.snapshot import BATCH_IDENTIFIER
 from coordinator_client.models._base import (
+    COMMIT_USER_PATTERN,
     FILE_NAME_PATTERN,
     INT32_MAX,
     INT64_MAX,
+    INT64_MIN,
+    Count,
+    Int64,
+    Text,
     _Model,
     _Request,
 )
@@ -21,26 +26,26 @@ class KeyStatsModel(_Request):
 
     min_values: list[JsonValue]
     max_values: list[JsonValue]
-    null_counts: list[int | None]
+    null_counts: list[Count | None]
 
 
 class DataFileModel(_Request):
     """One data file (Paimon's DataFileMeta) as the writer describes it."""
 
     file_name: str = Field(pattern=FILE_NAME_PATTERN)
-    file_size: int = Field(ge=0)
-    row_count: int = Field(ge=0)
+    file_size: int = Field(ge=0, le=INT64_MAX)
+    row_count: int = Field(ge=0, le=INT64_MAX)
     min_key: list[JsonValue] = Field(default_factory=list)
     max_key: list[JsonValue] = Field(default_factory=list)
     key_stats: KeyStatsModel | None = None
     min_sequence_number: int = Field(default=0, ge=0, le=INT64_MAX)
     max_sequence_number: int = Field(default=0, ge=0, le=INT64_MAX)
     level: int = Field(default=0, ge=0, le=1000)
-    schema_id: int = Field(default=0, ge=0)
-    delete_row_count: int = Field(default=0, ge=0)
+    schema_id: int = Field(default=0, ge=0, le=INT64_MAX)
+    delete_row_count: int = Field(default=0, ge=0, le=INT64_MAX)
     extra_files: list[str] = Field(default_factory=list)
     creation_time: int | None = Field(
-        default=None, description="local wall-clock millis, as Paimon stores it"
+        default=None, ge=INT64_MIN, le=INT64_MAX, description="local wall-clock millis, as Paimon stores it"
     )
     file_source: Literal[0, 1] | None = None
 
@@ -69,13 +74,16 @@ class OverwriteSpec(_Request):
 class CommitRequest(_Request):
     """A ManifestCommittable: the unit the coordinator commits atomically (at most two snapshots)."""
 
-    commit_user: str = Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")
-    identifier: int = Field(default=BATCH_IDENTIFIER, ge=-(2**63), le=INT64_MAX)
-    watermark: int | None = Field(default=None, ge=-(2**63), le=INT64_MAX)
-    properties: dict[str, str] = Field(default_factory=dict)
+    commit_user: str = Field(min_length=1, max_length=200, pattern=COMMIT_USER_PATTERN)
+    identifier: int = Field(default=BATCH_IDENTIFIER, ge=INT64_MIN, le=INT64_MAX)
+    watermark: Int64 | None = None
+    properties: dict[Text, Text] = Field(default_factory=dict)
     overwrite: OverwriteSpec | None = None
     base_snapshot_id: int | None = Field(
-        default=None, ge=0, description="strict mode: reject if the table moved past this snapshot"
+        default=None,
+        ge=0,
+        le=INT64_MAX,
+        description="strict mode: reject if the table moved past this snapshot",
     )
     messages: list[CommitMessageModel] = Field(default_factory=list)
 

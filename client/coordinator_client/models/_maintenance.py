@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from coordinator_client.models._base import REF_NAME_PATTERN, _Model, _Request
+from coordinator_client.models._base import REF_NAME_PATTERN, SnapshotId, Text, _Model, _Request
 
 
 class SetOptionsRequest(_Request):
     """PATCH /tables/{id}/options: options to set and option keys to remove (a new schema version)."""
 
-    set: dict[str, str] = Field(default_factory=dict)
-    remove: list[str] = Field(default_factory=list)
+    set: dict[Text, Text] = Field(default_factory=dict)
+    remove: list[Text] = Field(default_factory=list)
 
 
 class DeletedFiles(_Model):
@@ -34,7 +34,7 @@ class ExpireResponse(_Model):
 
 class CreateTagRequest(_Request):
     name: str = Field(pattern=REF_NAME_PATTERN)
-    snapshot_id: int | None = Field(default=None, ge=1, description="the latest snapshot when absent")
+    snapshot_id: SnapshotId | None = Field(default=None, description="the latest snapshot when absent")
 
 
 class TagModel(_Model):
@@ -57,7 +57,7 @@ class DeleteTagResponse(_Model):
 class RollbackRequest(_Request):
     """Exactly one of snapshotId and tag."""
 
-    snapshot_id: int | None = Field(default=None, ge=1)
+    snapshot_id: SnapshotId | None = None
     tag: str | None = Field(default=None, pattern=REF_NAME_PATTERN)
 
 
@@ -69,7 +69,7 @@ class RollbackResponse(_Model):
 
 
 class SetConsumerRequest(_Request):
-    next_snapshot_id: int = Field(ge=1)
+    next_snapshot_id: SnapshotId
 
 
 class ConsumerModel(_Model):
@@ -83,7 +83,7 @@ class ConsumerListResponse(_Model):
 
 
 class CleanOrphansRequest(_Request):
-    older_than_seconds: float = Field(default=86_400.0, ge=0)
+    older_than_seconds: float = Field(default=86_400.0, ge=0, allow_inf_nan=False)
     dry_run: bool = False
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from coordinator_client.models._base import NAME_PATTERN, _Model, _Request
+from coordinator_client.models._base import NAME_PATTERN, Text, _Model, _Request
 
 
 class FieldSpec(_Request):
     name: str = Field(pattern=NAME_PATTERN)
     type: str = Field(min_length=1, max_length=200, description="Paimon type string, e.g. DECIMAL(10, 2)")
-    description: str | None = None
+    description: Text | None = None
 
 
 class CreateTableRequest(_Request):
@@ -19,11 +19,11 @@ class CreateTableRequest(_Request):
     database: str = Field(pattern=NAME_PATTERN)
     name: str = Field(pattern=NAME_PATTERN)
     fields: list[FieldSpec] | None = None
-    partition_keys: list[str] = Field(default_factory=list)
-    primary_keys: list[str] = Field(default_factory=list)
-    options: dict[str, str] = Field(default_factory=dict)
-    comment: str | None = None
-    location: str | None = None
+    partition_keys: list[Text] = Field(default_factory=list)
+    primary_keys: list[Text] = Field(default_factory=list)
+    options: dict[Text, Text] = Field(default_factory=dict)
+    comment: Text | None = None
+    location: Text | None = None
 
 
 class SchemaFieldModel(_Model):

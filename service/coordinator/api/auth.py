@@ -13,8 +13,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from coordinator.access.tokens import Principal
 from coordinator.api.deps import ServicesDep
+from coordinator.api.params import TableId
 from coordinator.errors import Forbidden, Unauthenticated
 from coordinator.usecases.tables import split_table_id
+from coordinator_client.models import PRINTABLE_PATTERN
 
 _bearer = HTTPBearer(auto_error=False, description="a token from `coordinator tokens create`")
 
@@ -24,7 +26,14 @@ def caller(
     services: ServicesDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     user: Annotated[
-        str | None, Header(alias="X-Coordinator-User", min_length=1, max_length=200, include_in_schema=False)
+        str | None,
+        Header(
+            alias="X-Coordinator-User",
+            min_length=1,
+            max_length=200,
+            pattern=PRINTABLE_PATTERN,
+            include_in_schema=False,
+        ),
     ] = None,
 ) -> Principal:
     """The principal of this request (cached per request by FastAPI)."""
@@ -54,7 +63,7 @@ def admin(principal: Caller) -> Principal:
     return principal
 
 
-def table_writer(table_id: str, principal: Caller) -> Principal:
+def table_writer(table_id: TableId, principal: Caller) -> Principal:
     """Commit to `table_id`: admins, and writers whose grant covers the table's database or the table."""
     database, name = split_table_id(table_id)
     if not principal.may_write(database, name):

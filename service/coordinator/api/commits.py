@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Depends, Header, Query, Response, status
+from fastapi import APIRouter, Depends, Response, status
 
 from coordinator.api.auth import TableWriter, reader
 from coordinator.api.deps import LockThreadsDep, ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, COMMIT_ERRORS, TABLE_ERRORS
+from coordinator.api.params import (
+    DEFAULT_PAGE,
+    CommitUser,
+    IdempotencyKeyHeader,
+    IdempotencyKeyQuery,
+    Identifier,
+    PageLimit,
+    TableId,
+)
 from coordinator_client.models import (
     CommitHistoryResponse,
     CommitOutcomeResponse,
@@ -30,13 +37,13 @@ router = APIRouter(
     responses={**COMMIT_ERRORS, 200: {"model": CommitResponse, "description": "already committed"}},
 )
 async def commit(
-    table_id: str,
+    table_id: TableId,
     body: CommitRequest,
     services: ServicesDep,
     threads: LockThreadsDep,
     response: Response,
     _writer: TableWriter,
-    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+    idempotency_key: IdempotencyKeyHeader = None,
 ) -> CommitResponse:
     """Commit a ManifestCommittable; 201 with the new snapshots, 200 with the recorded ones for a resend."""
     result = await threads.run(services.committer.commit, table_id, body, idempotency_key=idempotency_key)
@@ -47,7 +54,7 @@ async def commit(
 
 @router.get("", responses=TABLE_ERRORS)
 def history(
-    table_id: str, services: ServicesDep, limit: Annotated[int, Query(ge=1, le=1000)] = 100
+    table_id: TableId, services: ServicesDep, limit: PageLimit = DEFAULT_PAGE
 ) -> CommitHistoryResponse:
     """Newest first: who, outcome, snapshot ids, phase timings (ms) and conflict reason."""
     return CommitHistoryResponse(commits=services.reads.commits(table_id, limit=limit))
@@ -55,11 +62,11 @@ def history(
 
 @router.get("/{commit_user}/{identifier}", responses=TABLE_ERRORS)
 def outcome(
-    table_id: str,
-    commit_user: str,
-    identifier: int,
+    table_id: TableId,
+    commit_user: CommitUser,
+    identifier: Identifier,
     services: ServicesDep,
-    idempotency_key: Annotated[str | None, Query(alias="idempotencyKey", max_length=200)] = None,
+    idempotency_key: IdempotencyKeyQuery = None,
 ) -> CommitOutcomeResponse:
     """committed, rejected, or unknown (the service never received it): how a client resolves a timeout.
 

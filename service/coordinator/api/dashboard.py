@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException
 from fastapi.responses import FileResponse
 
 from coordinator.api.auth import reader
 from coordinator.api.deps import ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, responses
 from coordinator.api.paging import TablePageDep
+from coordinator.api.params import AssetName, WindowMinutes
 from coordinator.errors import InvalidRequest
 from coordinator_client.models import OverviewResponse
 
@@ -32,7 +32,7 @@ _NO_CACHE = {"Cache-Control": "no-cache"}
 def overview(
     services: ServicesDep,
     page: TablePageDep,
-    minutes: Annotated[int, Query(ge=1, le=1440, description="the window of throughput and latency")] = 30,
+    minutes: WindowMinutes = 30,
 ) -> OverviewResponse:
     """Totals over every table, one page of tables (as GET /tables pages them) with their size and
     commit outcomes, commits per minute, latency by phase, latest conflicts; from the database alone."""
@@ -51,7 +51,7 @@ def page() -> FileResponse:
 
 
 @router.get("/dashboard/static/{name}", include_in_schema=False)
-def asset(name: str) -> FileResponse:
+def asset(name: AssetName) -> FileResponse:
     if name not in _ASSETS:
         raise HTTPException(status_code=404, detail=f"no dashboard file {name}")
     return FileResponse(PAGE_DIR / name, media_type=_ASSETS[name], headers=_NO_CACHE)

@@ -6,13 +6,12 @@ token granted the table may too. Who asked (the token's name) is recorded in the
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Depends, Path, status
+from fastapi import APIRouter, Depends, status
 
 from coordinator.api.auth import Admin, TableWriter, reader
 from coordinator.api.deps import LockThreadsDep, ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, responses
+from coordinator.api.params import RefName, TableId
 from coordinator.api.tables import table_response
 from coordinator.errors import (
     CommitConflict,
@@ -25,7 +24,6 @@ from coordinator.errors import (
     TagNotFound,
 )
 from coordinator_client.models import (
-    REF_NAME_PATTERN,
     CleanOrphansRequest,
     CleanOrphansResponse,
     ConsumerListResponse,
@@ -46,14 +44,13 @@ router = APIRouter(
     prefix="/tables/{table_id}", tags=["maintenance"], dependencies=[Depends(reader)], responses=AUTH_ERRORS
 )
 
-Name = Annotated[str, Path(pattern=REF_NAME_PATTERN)]
 _LOCKED = responses(TableNotFound, CommitConflict, LockUnavailable)
 """Actions that hold the table: busy past the acquire timeout (503), or fenced off it (409 LOCK_LOST)."""
 
 
 @router.patch("/options", responses={**_LOCKED, **responses(InvalidRequest)})
 async def set_options(
-    table_id: str, body: SetOptionsRequest, services: ServicesDep, threads: LockThreadsDep, caller: Admin
+    table_id: TableId, body: SetOptionsRequest, services: ServicesDep, threads: LockThreadsDep, caller: Admin
 ) -> TableResponse:
     """Set and remove table options (e.g. the snapshot retention ones); writes the next schema version."""
     table = await threads.run(services.maintenance.set_options, table_id, body, actor=caller.name)
@@ -62,14 +59,14 @@ async def set_options(
 
 @router.post("/expire", responses=_LOCKED)
 async def expire(
-    table_id: str, services: ServicesDep, threads: LockThreadsDep, caller: Admin
+    table_id: TableId, services: ServicesDep, threads: LockThreadsDep, caller: Admin
 ) -> ExpireResponse:
     """Expire snapshots as the table's retention options allow, in batches of snapshot.expire.limit."""
     return await threads.run(services.maintenance.expire, table_id, actor=caller.name)
 
 
 @router.get("/tags", responses=responses(TableNotFound))
-def list_tags(table_id: str, services: ServicesDep) -> TagListResponse:
+def list_tags(table_id: TableId, services: ServicesDep) -> TagListResponse:
     return TagListResponse(tags=services.maintenance.list_tags(table_id))
 
 
@@ -79,7 +76,7 @@ def list_tags(table_id: str, services: ServicesDep) -> TagListResponse:
     responses={**_LOCKED, **responses(SnapshotNotFound, TagAlreadyExists)},
 )
 async def create_tag(
-    table_id: str, body: CreateTagRequest, services: ServicesDep, threads: LockThreadsDep, caller: Admin
+    table_id: TableId, body: CreateTagRequest, services: ServicesDep, threads: LockThreadsDep, caller: Admin
 ) -> TagModel:
     """Tag a retained snapshot (the latest by default); the tag keeps its files until it is deleted."""
     tag = services.maintenance.create_tag
@@ -88,7 +85,7 @@ async def create_tag(
 
 @router.delete("/tags/{name}", responses={**_LOCKED, **responses(TagNotFound)})
 async def delete_tag(
-    table_id: str, name: Name, services: ServicesDep, threads: LockThreadsDep, caller: Admin
+    table_id: TableId, name: RefName, services: ServicesDep, threads: LockThreadsDep, caller: Admin
 ) -> DeleteTagResponse:
     """Delete a tag, and the files only it kept alive."""
     deleted = await threads.run(services.maintenance.delete_tag, table_id, name, actor=caller.name)
@@ -97,7 +94,7 @@ async def delete_tag(
 
 @router.post("/rollback", responses={**_LOCKED, **responses(InvalidRequest, SnapshotNotFound, TagNotFound)})
 async def rollback(
-    table_id: str, body: RollbackRequest, services: ServicesDep, threads: LockThreadsDep, caller: Admin
+    table_id: TableId, body: RollbackRequest, services: ServicesDep, threads: LockThreadsDep, caller: Admin
 ) -> RollbackResponse:
     """Roll back to a retained snapshot or a tag: later snapshots and tags go, and the files only they
     referenced are deleted."""
@@ -105,14 +102,14 @@ async def rollback(
 
 
 @router.get("/consumers", responses=responses(TableNotFound))
-def list_consumers(table_id: str, services: ServicesDep) -> ConsumerListResponse:
+def list_consumers(table_id: TableId, services: ServicesDep) -> ConsumerListResponse:
     return ConsumerListResponse(consumers=services.maintenance.list_consumers(table_id))
 
 
 @router.put("/consumers/{consumer_id}", responses={**_LOCKED, **responses(InvalidRequest)})
 async def set_consumer(
-    table_id: str,
-    consumer_id: Name,
+    table_id: TableId,
+    consumer_id: RefName,
     body: SetConsumerRequest,
     services: ServicesDep,
     threads: LockThreadsDep,
@@ -129,14 +126,22 @@ async def set_consumer(
     responses={**_LOCKED, **responses(ConsumerNotFound)},
 )
 async def delete_consumer(
-    table_id: str, consumer_id: Name, services: ServicesDep, threads: LockThreadsDep, caller: TableWriter
+    table_id: TableId,
+    consumer_id: RefName,
+    services: ServicesDep,
+    threads: LockThreadsDep,
+    caller: TableWriter,
 ) -> None:
     await threads.run(services.maintenance.delete_consumer, table_id, consumer_id, actor=caller.name)
 
 
 @router.post("/orphans/clean", responses=_LOCKED)
 async def clean_orphans(
-    table_id: str, body: CleanOrphansRequest, services: ServicesDep, threads: LockThreadsDep, caller: Admin
+    table_id: TableId,
+    body: CleanOrphansRequest,
+    services: ServicesDep,
+    threads: LockThreadsDep,
+    caller: Admin,
 ) -> CleanOrphansResponse:
     """Delete files no retained snapshot or tag references, older than olderThanSeconds (default one
     day); with dryRun, only list them."""

@@ -5,12 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Query
+from fastapi import Depends
 
-from coordinator_client.models import NAME_PATTERN
-
-DEFAULT_PAGE = 100
-MAX_PAGE = 1000
+from coordinator.api.params import DEFAULT_PAGE, DatabaseFilter, NamePrefix, PageToken, TablesLimit
 
 
 @dataclass(frozen=True)
@@ -22,14 +19,10 @@ class TablePageQuery:
 
 
 def table_page(
-    limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="tables per page")] = DEFAULT_PAGE,
-    page_token: Annotated[
-        str | None, Query(max_length=600, description="nextPageToken of the previous page")
-    ] = None,
-    database: Annotated[str | None, Query(pattern=NAME_PATTERN, description="only this database")] = None,
-    name_prefix: Annotated[
-        str | None, Query(max_length=128, description="only tables whose name starts with this")
-    ] = None,
+    limit: TablesLimit = DEFAULT_PAGE,
+    page_token: PageToken = None,
+    database: DatabaseFilter = None,
+    name_prefix: NamePrefix = None,
 ) -> TablePageQuery:
     return TablePageQuery(limit, page_token, database, name_prefix)
 

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Query
+from fastapi import APIRouter, Depends, Header
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from coordinator.api.auth import reader
 from coordinator.api.deps import ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, SNAPSHOT_ERRORS, TABLE_ERRORS, responses
+from coordinator.api.params import (
+    DEFAULT_PAGE,
+    AtSnapshot,
+    BeforeSnapshot,
+    PageLimit,
+    PartitionFilter,
+    SnapshotId,
+    TableId,
+)
 from coordinator.api.scan_stream import JSON_LINES, json_document, json_lines, wants_json_lines
 from coordinator.errors import InvalidRequest, SnapshotNotFound, TableNotFound
 from coordinator.usecases.reads import snapshot_model
@@ -30,22 +39,22 @@ router = APIRouter(
 
 @router.get("/snapshots", responses=TABLE_ERRORS)
 def list_snapshots(
-    table_id: str,
+    table_id: TableId,
     services: ServicesDep,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    before: Annotated[int | None, Query(ge=1)] = None,
+    limit: PageLimit = DEFAULT_PAGE,
+    before: BeforeSnapshot = None,
 ) -> SnapshotListResponse:
     """Newest first; page with `before`."""
     return SnapshotListResponse(snapshots=services.reads.snapshots(table_id, limit=limit, before=before))
 
 
 @router.get("/snapshots/latest", responses=SNAPSHOT_ERRORS)
-def latest_snapshot(table_id: str, services: ServicesDep) -> SnapshotModel:
+def latest_snapshot(table_id: TableId, services: ServicesDep) -> SnapshotModel:
     return snapshot_model(services.reads.snapshot(table_id, None))
 
 
 @router.get("/snapshots/{snapshot_id}", responses=SNAPSHOT_ERRORS)
-def get_snapshot(table_id: str, snapshot_id: int, services: ServicesDep) -> SnapshotModel:
+def get_snapshot(table_id: TableId, snapshot_id: SnapshotId, services: ServicesDep) -> SnapshotModel:
     return snapshot_model(services.reads.snapshot(table_id, snapshot_id))
 
 
@@ -80,10 +89,10 @@ _FILES_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 @router.get("/files", response_model=FileListResponse, responses=_FILES_RESPONSES)
 def live_files(
-    table_id: str,
+    table_id: TableId,
     services: ServicesDep,
-    snapshot: Annotated[int | None, Query(ge=1)] = None,
-    partition: Annotated[str | None, Query(description='JSON object, e.g. {"dt": "2024-01-01"}')] = None,
+    snapshot: AtSnapshot = None,
+    partition: PartitionFilter = None,
     accept: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> StreamingResponse:
     """The live data files at a snapshot (the latest by default): a reader's scan plan, streamed.
@@ -100,9 +109,9 @@ def live_files(
 
 @router.get("/sequence-numbers", responses=responses(TableNotFound, InvalidRequest))
 def sequence_numbers(
-    table_id: str,
+    table_id: TableId,
     services: ServicesDep,
-    partition: Annotated[str | None, Query(description='JSON object, e.g. {"dt": "2024-01-01"}')] = None,
+    partition: PartitionFilter = None,
 ) -> SequenceNumbersResponse:
     """The highest sequence number of each bucket's live files at the latest snapshot: what a writer
     numbers its next files after, without fetching the file list."""

@@ -8,6 +8,7 @@ from coordinator.api.auth import Admin, reader
 from coordinator.api.deps import ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, CREATE_ERRORS, TABLE_ERRORS, responses
 from coordinator.api.paging import TablePageDep
+from coordinator.api.params import TableId
 from coordinator.errors import InvalidRequest
 from coordinator.usecases.tables import TableEntry
 from coordinator_client.models import (
@@ -68,11 +69,11 @@ def list_tables(services: ServicesDep, page: TablePageDep) -> TableListResponse:
 
 
 @router.get("/{table_id}", responses=TABLE_ERRORS)
-def get_table(table_id: str, services: ServicesDep) -> TableResponse:
+def get_table(table_id: TableId, services: ServicesDep) -> TableResponse:
     return table_response(services.tables.entry(table_id))
 
 
 @router.delete("/{table_id}", status_code=status.HTTP_204_NO_CONTENT, responses=TABLE_ERRORS)
-def drop_table(table_id: str, services: ServicesDep, _admin: Admin, purge: bool = True) -> None:
+def drop_table(table_id: TableId, services: ServicesDep, _admin: Admin, purge: bool = True) -> None:
     """Forget the table; with purge (the default) its folder is deleted too."""
     services.tables.drop(table_id, purge=purge)
