@@ -84,7 +84,7 @@ def replaced_partition(api: TestClient, options: dict[str, str]) -> tuple[Paimon
         "overwrite": {"mode": "table"},
         "messages": [table.message(new_row, newFiles=[new])],
     }
-    return table, table.location / "dt=a" / "bucket-0" / old["fileName"], overwrite
+    return table, table.path / "dt=a" / "bucket-0" / old["fileName"], overwrite
 
 
 def test_expiration_failing_to_delete_after_a_commit_leaves_its_201(

@@ -58,7 +58,7 @@ class Write:
             meta = table.append_file([row], name=f"{self.prefix}{i}.parquet")
             directory = f"{table.partition_dir(row)}/bucket-0"
             self.files.append(WrittenFile({"dt": row["dt"]}, 0, directory, meta))
-        self.paths = [table.location / f.path for f in self.files]
+        self.paths = [table.path / f.path for f in self.files]
         self.commit_user = f"job-{uuid.uuid4().hex[:8]}"
 
     def request(self, **extra: Any) -> CommitRequest:

@@ -41,7 +41,7 @@ async def coordinator_error(_request: Request, exc: Exception) -> JSONResponse:
 async def validation_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     first = exc.errors()[0]
-    location = [str(p) for p in first["loc"] if p not in ("body", "query", "path")]
+    location = [str(p) for p in first["loc"] if p not in ("body", "query", "path", "header")]
     field = _dotted(location)
     message = f"{field}: {first['msg']}" if field else str(first["msg"])
     return _render(ErrorResponse(code="INVALID_REQUEST", message=message, field=field or None), 422)

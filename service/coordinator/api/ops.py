@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Response
 
 from coordinator.api.auth import Admin, reader
 from coordinator.api.deps import ServicesDep
 from coordinator.api.errors import AUTH_ERRORS
+from coordinator.api.params import DEFAULT_PAGE, LockId, PageLimit, TableFilter
 from coordinator.db import repositories as repo
 from coordinator.services import Services
 from coordinator_client.models import (
@@ -72,7 +72,7 @@ def locks(services: ServicesDep) -> LockListResponse:
 
 
 @router.post("/locks/{lock_id}/release", responses=AUTH_ERRORS)
-def release_lock(lock_id: str, services: ServicesDep, admin: Admin) -> ReleaseLockResponse:
+def release_lock(lock_id: LockId, services: ServicesDep, admin: Admin) -> ReleaseLockResponse:
     """Force-release a stuck lock (admin). The epoch moves on, so the old holder's commit is rejected
     with LOCK_LOST and nothing of it becomes visible. Recorded in the audit log."""
     return services.operations.force_release(lock_id, actor=admin.name)
@@ -81,8 +81,8 @@ def release_lock(lock_id: str, services: ServicesDep, admin: Admin) -> ReleaseLo
 @readers.get("/commits")
 def commits(
     services: ServicesDep,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    table: Annotated[str | None, Query(max_length=300, description="only this table id")] = None,
+    limit: PageLimit = DEFAULT_PAGE,
+    table: TableFilter = None,
 ) -> CommitsOverviewResponse:
     """Commits in flight in this instance with their phase, and the latest recorded commits and
     maintenance actions of all tables, newest first."""
@@ -90,7 +90,7 @@ def commits(
 
 
 @readers.get("/audit")
-def audit(services: ServicesDep, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> AuditListResponse:
+def audit(services: ServicesDep, limit: PageLimit = DEFAULT_PAGE) -> AuditListResponse:
     """Forced lock releases and token changes, newest first."""
     return services.operations.audit(limit=limit)
 
