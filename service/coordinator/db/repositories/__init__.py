@@ -49,6 +49,7 @@ from coordinator.db.repositories.snapshots import (
 )
 from coordinator.db.repositories.tables import (
     GroupContext,
+    LocationOwner,
     TableTotals,
     advance_latest,
     advance_latest_with_stats,
@@ -58,6 +59,7 @@ from coordinator.db.repositories.tables import (
     insert_table,
     latest_snapshot_id,
     list_tables,
+    location_owners,
     set_latest,
     set_stats,
     table_totals,
@@ -67,6 +69,7 @@ from coordinator.db.repositories.tables import (
 
 __all__ = [
     "GroupContext",
+    "LocationOwner",
     "NewCommit",
     "StoredCommit",
     "StoredSnapshot",
@@ -98,6 +101,7 @@ __all__ = [
     "list_snapshots",
     "list_tables",
     "list_tokens",
+    "location_owners",
     "mark_published",
     "ping",
     "rejections_by_type",
