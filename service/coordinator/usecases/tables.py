@@ -317,6 +317,7 @@ class Tables:
         Raises:
             TableAlreadyExists, LocationInUse.
         """
+        field = "location" if origin == REGISTERED else None
         try:
             with self._engine.begin() as conn:
                 repo.insert_table(
@@ -340,18 +341,20 @@ class Tables:
         except IntegrityError:
             with self._engine.connect() as conn:
                 taken = repo.get_table(conn, table_id) is not None
-            if not taken:
-                self._check_location_free(location, key, field="location" if origin == REGISTERED else None)
-            raise TableAlreadyExists(f"table {table_id} already exists") from None
+            if taken:
+                raise TableAlreadyExists(f"table {table_id} already exists") from None
+            # Not the id, so the folder: another table took it since the check in front.
+            self._check_location_free(location, key, field=field)
+            raise LocationInUse(
+                f"{location} was taken by another table while {table_id} was being recorded", field=field
+            ) from None
         with self._engine.connect() as conn:
             owners = repo.location_owners(conn, key, ancestor_keys(key), excluding=table_id)
         clash = next((o for o in owners if overlaps(o.location_key, key)), None)
         if clash is not None:
             with self._engine.begin() as conn:
                 repo.delete_table(conn, table_id)
-            raise LocationInUse(
-                _in_use(location, key, clash), field="location" if origin == REGISTERED else None
-            )
+            raise LocationInUse(_in_use(location, key, clash), field=field)
         return self.get(table_id)
 
     def _table(
