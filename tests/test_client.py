@@ -219,16 +219,25 @@ def test_every_method_against_a_real_server(server_url: str) -> None:
         assert len(client.commit_history("db.t", limit=1).commits) == 1
         assert client.locks().locks == []
 
-        # drop without purge, register the folder again, drop with purge
-        client.drop_table("db.t", purge=False)
+        # a drop forgets the table and keeps its files; the folder registered again is never purged
+        client.drop_table("db.t")
         with pytest.raises(NotFound):
             client.get_table("db.t")
+        assert Path(table.location, "snapshot", "snapshot-3").is_file()
         registered = client.register_table("db", "again", table.location)
         assert registered.latest_snapshot_id == 3
         assert registered.location == table.location
+        with pytest.raises(Conflict) as refused:
+            client.drop_table("db.again", purge=True)
+        assert (refused.value.code, refused.value.field) == ("PURGE_REFUSED", "purge")
         client.drop_table("db.again")
         assert client.list_tables().tables == []
-        assert not Path(table.location).exists()
+        assert Path(table.location, "snapshot", "snapshot-3").is_file()
+        # purge deletes the folder of a table the coordinator created
+        purged = client.create_table(_table_request("purged"))
+        client.drop_table("db.purged", purge=True)
+        assert not Path(purged.location).exists()
+        assert Path(table.location, "snapshot", "snapshot-3").is_file()
 
 
 @pytest.mark.anyio
@@ -276,10 +285,13 @@ async def test_every_method_async_against_a_real_server(server_url: str) -> None
         ]
         assert (await client.locks()).locks == []
 
-        await client.drop_table("db.t", purge=False)
+        await client.drop_table("db.t")
         assert (await client.register_table("db", "t", table.location)).latest_snapshot_id == 2
-        await client.drop_table("db.t", purge=True)
+        with pytest.raises(Conflict):  # registered: its files were found, not made
+            await client.drop_table("db.t", purge=True)
+        await client.drop_table("db.t")
         assert (await client.list_tables()).tables == []
+        assert Path(table.location, "snapshot", "snapshot-2").is_file()
 
 
 # ---------------------------------------------------------------- a faked network

@@ -135,7 +135,8 @@ class AsyncCoordinatorClient:
     async def get_table(self, table_id: str) -> TableResponse:
         return await self._run(self._api.get_table(table_id))
 
-    async def drop_table(self, table_id: str, purge: bool = True) -> None:
+    async def drop_table(self, table_id: str, purge: bool = False) -> None:
+        """See CoordinatorClient.drop_table."""
         await self._run(self._api.drop_table(table_id, purge))
 
     async def commit(

@@ -152,8 +152,9 @@ class CoordinatorClient:
     def get_table(self, table_id: str) -> TableResponse:
         return self._run(self._api.get_table(table_id))
 
-    def drop_table(self, table_id: str, purge: bool = True) -> None:
-        """Forget the table; with `purge` its folder is deleted too."""
+    def drop_table(self, table_id: str, purge: bool = False) -> None:
+        """Forget the table; its files stay. With `purge`, the folder of a table the coordinator created
+        is deleted too; a table registered by location is never purged (Conflict, code PURGE_REFUSED)."""
         self._run(self._api.drop_table(table_id, purge))
 
     def commit(

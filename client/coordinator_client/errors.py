@@ -8,8 +8,8 @@
     │   ├── Unauthorized          401: no bearer token, or an unknown or revoked one
     │   ├── Forbidden             403: the token's role or grant does not cover the request
     │   ├── NotFound              404: no such table, snapshot, commit, tag or consumer
-    │   ├── Conflict              409: a commit conflict (`conflict`, its `type` and `retryable`), or an
-    │   │                         existing table or tag
+    │   ├── Conflict              409: a commit conflict (`conflict`, its `type` and `retryable`), an
+    │   │                         existing table or tag, a location in use, or a refused purge
     │   ├── ServiceUnavailable    503: the service did nothing (table lock busy, Hive Metastore down);
     │   │                         `retry_after` seconds
     │   └── ServerError           any other 5xx

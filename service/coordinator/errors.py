@@ -11,6 +11,8 @@ CoordinatorError                 500  (never raised for a known condition)
 ├── TagNotFound                  404
 ├── ConsumerNotFound             404
 ├── TableAlreadyExists           409
+├── LocationInUse                409  the location is, encloses or lies inside another table's folder
+├── PurgeRefused                 409  purge asked for a table whose files the coordinator did not make
 ├── TagAlreadyExists             409
 ├── CommitConflict               409  carries the structured conflict
 ├── PayloadTooLarge              413
@@ -100,6 +102,20 @@ class TagAlreadyExists(CoordinatorError):
 class TableAlreadyExists(CoordinatorError):
     status_code = 409
     code = "TABLE_ALREADY_EXISTS"
+
+
+class LocationInUse(CoordinatorError):
+    """Another table owns the folder, one inside it or one around it; the message names that table."""
+
+    status_code = 409
+    code = "LOCATION_IN_USE"
+
+
+class PurgeRefused(CoordinatorError):
+    """A purge that could delete files the coordinator did not make, or another table's; nothing changed."""
+
+    status_code = 409
+    code = "PURGE_REFUSED"
 
 
 class PayloadTooLarge(CoordinatorError):

@@ -13,8 +13,10 @@ from coordinator.errors import (
     CoordinatorError,
     Forbidden,
     InvalidRequest,
+    LocationInUse,
     LockUnavailable,
     PayloadTooLarge,
+    PurgeRefused,
     SnapshotNotFound,
     TableAlreadyExists,
     TableNotFound,
@@ -60,13 +62,18 @@ def install(app: FastAPI) -> None:
 
 
 def responses(*errors: type[CoordinatorError]) -> dict[int | str, dict[str, Any]]:
-    """The `responses=` a route declares for the errors it can raise."""
-    return {e.status_code: {"model": ErrorResponse, "description": e.__name__} for e in errors}
+    """The `responses=` a route declares for the errors it can raise; errors of one status share its
+    entry, their names joined."""
+    names: dict[int | str, list[str]] = {}
+    for e in errors:
+        names.setdefault(e.status_code, []).append(e.__name__)
+    return {status: {"model": ErrorResponse, "description": " or ".join(n)} for status, n in names.items()}
 
 
 AUTH_ERRORS = responses(Unauthenticated, Forbidden)
 """Every route but /health and the dashboard page: no valid token, or one whose role does not allow it."""
 TABLE_ERRORS = responses(TableNotFound)
 COMMIT_ERRORS = responses(TableNotFound, InvalidRequest, CommitConflict, LockUnavailable, PayloadTooLarge)
-CREATE_ERRORS = responses(InvalidRequest, TableAlreadyExists)
+CREATE_ERRORS = responses(InvalidRequest, TableAlreadyExists, LocationInUse)
+DROP_ERRORS = responses(TableNotFound, PurgeRefused)
 SNAPSHOT_ERRORS = responses(TableNotFound, SnapshotNotFound)

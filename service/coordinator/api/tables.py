@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, status
 
 from coordinator.api.auth import Admin, reader
 from coordinator.api.deps import ServicesDep
-from coordinator.api.errors import AUTH_ERRORS, CREATE_ERRORS, TABLE_ERRORS, responses
+from coordinator.api.errors import AUTH_ERRORS, CREATE_ERRORS, DROP_ERRORS, TABLE_ERRORS, responses
 from coordinator.api.paging import TablePageDep
 from coordinator.api.params import TableId
 from coordinator.errors import InvalidRequest
@@ -51,7 +51,11 @@ def table_response(entry: TableEntry) -> TableResponse:
 
 @router.post("", status_code=status.HTTP_201_CREATED, responses=CREATE_ERRORS)
 def create_table(body: CreateTableRequest, services: ServicesDep, _admin: Admin) -> TableResponse:
-    """Create a table (writes schema/schema-0), or register an existing Paimon table by `location`."""
+    """Create a table (writes schema/schema-0), or register an existing Paimon table by `location`.
+
+    One folder is one table's: a location that another table's folder is, encloses or lies inside
+    (spellings aside: `file://`, trailing slashes, URI options) is refused with 409 LOCATION_IN_USE,
+    naming that table, and nothing is written."""
     table = services.tables.create(body)
     return table_response(services.tables.entry(table.id))
 
@@ -73,7 +77,13 @@ def get_table(table_id: TableId, services: ServicesDep) -> TableResponse:
     return table_response(services.tables.entry(table_id))
 
 
-@router.delete("/{table_id}", status_code=status.HTTP_204_NO_CONTENT, responses=TABLE_ERRORS)
-def drop_table(table_id: TableId, services: ServicesDep, _admin: Admin, purge: bool = True) -> None:
-    """Forget the table; with purge (the default) its folder is deleted too."""
+@router.delete("/{table_id}", status_code=status.HTTP_204_NO_CONTENT, responses=DROP_ERRORS)
+def drop_table(table_id: TableId, services: ServicesDep, _admin: Admin, purge: bool = False) -> None:
+    """Forget the table. Its files stay on storage: readers such as pypaimon, or the table registered
+    again, still find them.
+
+    `purge=true` also deletes the table's folder, exactly that folder, and only for a table the
+    coordinator created. A table registered by `location` is never purged (its files were found, not
+    made): 409 PURGE_REFUSED with `field` purge, and nothing changes. So is a purge of a folder another
+    table's folder is, encloses or lies inside."""
     services.tables.drop(table_id, purge=purge)

@@ -43,6 +43,11 @@ class TableRow(Base):
     name: Mapped[str] = mapped_column(String(128))
     uuid: Mapped[str] = mapped_column(String(36))
     location: Mapped[str] = mapped_column(Text)
+    location_key: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """domain.locations.location_key of `location`: unique, so two tables never own one folder. NULL only
+    for a row that revision 0007 found sharing its folder with an older row (which keeps the key)."""
+    origin: Mapped[str] = mapped_column(String(16), server_default="registered")
+    """`created`: the coordinator made the folder (purge may delete it); `registered`: it was found."""
     schema_id: Mapped[int] = mapped_column(BigInteger)
     schema_json: Mapped[str] = mapped_column(Text)
     latest_snapshot_id: Mapped[int] = mapped_column(BigInteger, default=0)
@@ -59,6 +64,8 @@ class TableRow(Base):
     __table_args__ = (
         # The table list pages by (database, name) and filters on them: keyset pagination on this index.
         Index("ux_paimon_tables_database_name", "database", "name", unique=True),
+        # One folder, one table: a second registration of a location loses here even in a race.
+        Index("ux_paimon_tables_location_key", "location_key", unique=True),
     )
 
 

@@ -8,16 +8,23 @@ import threading
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from coordinator.clock import Clock
 from coordinator.db import repositories as repo
 from coordinator.db.models import TableRow
+from coordinator.domain.locations import ancestor_keys, contains, is_root, location_key, overlaps
 from coordinator.domain.retention import Retention
 from coordinator.domain.table_schema import TableShape
 from coordinator.domain.table_stats import TableStats
-from coordinator.errors import InvalidRequest, TableAlreadyExists, TableNotFound
+from coordinator.errors import (
+    InvalidRequest,
+    LocationInUse,
+    PurgeRefused,
+    TableAlreadyExists,
+    TableNotFound,
+)
 from coordinator.storage.fileio import FileIO
 from coordinator.storage.layout import TableLayout
 from coordinator.storage.store_uri import table_location
@@ -47,6 +54,11 @@ class Table:
 
 
 TABLE_LOCK_PREFIX = "table:"
+
+CREATED = "created"
+"""`paimon_tables.origin` of a table whose folder the coordinator made: purge may delete that folder."""
+REGISTERED = "registered"
+"""`paimon_tables.origin` of a table registered by location: its files were found, never purged."""
 
 
 def table_id_of(database: str, name: str) -> str:
@@ -139,7 +151,8 @@ class Tables:
         """Create a new table (writes schema/schema-0) or register an existing one by location.
 
         Raises:
-            InvalidRequest, TableAlreadyExists.
+            InvalidRequest, TableAlreadyExists, LocationInUse: another table owns the folder, one inside
+                it or one around it; nothing was written.
         """
         table_id = table_id_of(request.database, request.name)
         with self._engine.connect() as conn:
@@ -149,6 +162,8 @@ class Tables:
             return self._register(request, table_id)
         schema = build_schema(request, now_millis=self._clock.millis())
         location = f"{self._root}/{request.database}.db/{request.name}"
+        key = location_key(location)
+        self._check_location_free(location, key, field=None)
         layout = TableLayout(location)
         if self._fileio.list_names(layout.schema_dir):
             raise TableAlreadyExists(
@@ -156,35 +171,91 @@ class Tables:
             )
         self._fileio.write_new(layout.schema(0), schema.to_json().encode())
         try:
-            return self._insert(table_id, request, str(uuid.uuid4()), location, schema, latest=0)
+            return self._insert(
+                table_id, request, str(uuid.uuid4()), location, key, CREATED, schema, latest=0
+            )
         except TableAlreadyExists:
             self._fileio.delete(layout.schema(0))
             raise
+        except LocationInUse:
+            # A registration of this very folder that won the race read the schema-0 written above:
+            # it is that table's schema now. Any other loss leaves schema-0 to nobody.
+            if not self._owned_by_another(key, table_id):
+                self._fileio.delete(layout.schema(0))
+            raise
 
     def drop(self, table_id: str, *, purge: bool) -> None:
-        """Forget the table; with purge, delete its folder too.
+        """Forget the table; its files stay. With purge, also delete the folder the coordinator made for
+        it, exactly that folder; a registered table's files were found, not made, and are never purged.
 
         Raises:
             TableNotFound: no such table.
+            PurgeRefused: purge of a registered table, or of a folder that is not only this table's;
+                nothing changed.
         """
-        table = self.get(table_id)
         with self._engine.begin() as conn:
+            row = repo.get_table(conn, table_id)
+            if row is None:
+                raise TableNotFound(f"table {table_id} does not exist")
+            if purge:
+                self._check_purge(conn, row)
             if not repo.delete_table(conn, table_id):
                 raise TableNotFound(f"table {table_id} does not exist")
         with self._lock:
             self._cache.pop(table_id, None)
         if purge:
-            self._fileio.delete_tree(table.location)
+            self._fileio.delete_tree(row.location)
+
+    def _check_purge(self, conn: Connection, row: TableRow) -> None:
+        """Raises PurgeRefused unless the row's location is the folder this coordinator made for it,
+        inside the warehouse, and no other table's folder is, encloses or lies inside it."""
+        if row.origin != CREATED:
+            raise PurgeRefused(
+                f"table {row.id} was registered by location: its files at {row.location} were found, not "
+                "made by the coordinator, and are not purged; drop it without purge",
+                field="purge",
+            )
+        made = f"{self._root}/{row.database}.db/{row.name}"
+        try:
+            key = location_key(row.location)
+        except ValueError:
+            key = ""
+        # The folder create() makes is strictly inside the warehouse; anything else (an empty location,
+        # the warehouse itself, a folder of an earlier warehouse setting) is not this purge's to delete.
+        if not key or is_root(key) or key != location_key(made) or not contains(self._root, key):
+            raise PurgeRefused(
+                f"table {row.id}'s location {row.location!r} is not the folder this coordinator makes for "
+                f"it ({made}); drop it without purge",
+                field="purge",
+            )
+        owners = repo.location_owners(conn, key, ancestor_keys(key), excluding=row.id)
+        clash = next((o for o in owners if overlaps(o.location_key, key)), None)
+        if clash is not None:
+            raise PurgeRefused(
+                f"table {clash.id} at {clash.location} shares the folder of table {row.id}; "
+                "drop without purge",
+                field="purge",
+            )
 
     def _register(self, request: CreateTableRequest, table_id: str) -> Table:
         if request.fields or request.partition_keys or request.primary_keys or request.options:
             raise InvalidRequest(
                 "registering by location takes the schema from the table; send no fields", field="fields"
             )
+        given = request.location or ""
+        if not given.strip():
+            # local_path would take an empty location for the working directory.
+            raise InvalidRequest("a table location cannot be empty", field="location")
         try:
-            location = table_location(request.location or "", self._root)
+            location = table_location(given, self._root)
+            key = location_key(location)
         except ValueError as error:
             raise InvalidRequest(str(error), field="location") from None
+        if is_root(key):
+            raise InvalidRequest(
+                f"{location} is the root of a filesystem or bucket, which no table can own", field="location"
+            )
+        self._check_location_free(location, key, field="location")
         layout = TableLayout(location)
         schema_id = latest_schema_id(self._fileio, layout)
         if schema_id is None:
@@ -192,7 +263,9 @@ class Tables:
         schema = TableSchema.from_json(self._fileio.read(layout.schema(schema_id)).decode())
         _check_supported(schema, field="location")
         latest = find_latest_snapshot_id(self._fileio, layout) or 0
-        table = self._insert(table_id, request, str(uuid.uuid4()), location, schema, latest=latest)
+        table = self._insert(
+            table_id, request, str(uuid.uuid4()), location, key, REGISTERED, schema, latest=latest
+        )
         if latest:
             found = SnapshotFile.read(self._fileio.read(layout.snapshot(latest)).decode())
             # Registration reads the table once, so that no request has to later.
@@ -208,16 +281,43 @@ class Tables:
                 )
         return table
 
+    def _check_location_free(self, location: str, key: str, *, field: str | None) -> None:
+        """Raises LocationInUse naming the table whose folder is, encloses or lies inside `location`."""
+        with self._engine.connect() as conn:
+            owners = repo.location_owners(conn, key, ancestor_keys(key))
+        clash = next((o for o in owners if overlaps(o.location_key, key)), None)
+        if clash is not None:
+            raise LocationInUse(_in_use(location, key, clash), field=field)
+
+    def _owned_by_another(self, key: str, table_id: str) -> bool:
+        """True when a table other than `table_id` owns exactly the folder of `key`."""
+        with self._engine.connect() as conn:
+            owners = repo.location_owners(conn, key, [], excluding=table_id, limit=1)
+        return any(o.location_key == key for o in owners)
+
     def _insert(
         self,
         table_id: str,
         request: CreateTableRequest,
         table_uuid: str,
         location: str,
+        key: str,
+        origin: str,
         schema: TableSchema,
         *,
         latest: int,
     ) -> Table:
+        """Record the table; its folder must be nobody else's.
+
+        The unique index on location_key settles a race for the same folder. A folder inside or around
+        another is no index's to catch, so once this row is visible the check runs again and this row
+        backs out if it finds one: of two racers at least one sees the other, so both never stay (both
+        may back out, each answered 409).
+
+        Raises:
+            TableAlreadyExists, LocationInUse.
+        """
+        field = "location" if origin == REGISTERED else None
         try:
             with self._engine.begin() as conn:
                 repo.insert_table(
@@ -228,6 +328,8 @@ class Tables:
                         "name": request.name,
                         "uuid": table_uuid,
                         "location": location,
+                        "location_key": key,
+                        "origin": origin,
                         "schema_id": schema.id,
                         "schema_json": schema.to_json(),
                         "latest_snapshot_id": latest,
@@ -237,7 +339,22 @@ class Tables:
                     },
                 )
         except IntegrityError:
-            raise TableAlreadyExists(f"table {table_id} already exists") from None
+            with self._engine.connect() as conn:
+                taken = repo.get_table(conn, table_id) is not None
+            if taken:
+                raise TableAlreadyExists(f"table {table_id} already exists") from None
+            # Not the id, so the folder: another table took it since the check in front.
+            self._check_location_free(location, key, field=field)
+            raise LocationInUse(
+                f"{location} was taken by another table while {table_id} was being recorded", field=field
+            ) from None
+        with self._engine.connect() as conn:
+            owners = repo.location_owners(conn, key, ancestor_keys(key), excluding=table_id)
+        clash = next((o for o in owners if overlaps(o.location_key, key)), None)
+        if clash is not None:
+            with self._engine.begin() as conn:
+                repo.delete_table(conn, table_id)
+            raise LocationInUse(_in_use(location, key, clash), field=field)
         return self.get(table_id)
 
     def _table(
@@ -266,6 +383,14 @@ class TableEntry:
 class TablePage:
     entries: list[TableEntry]
     next_page_token: str | None
+
+
+def _in_use(location: str, key: str, owner: repo.LocationOwner) -> str:
+    if owner.location_key == key:
+        return f"{location} is already the location of table {owner.id}"
+    if contains(owner.location_key, key):
+        return f"{location} lies inside the folder of table {owner.id} ({owner.location})"
+    return f"{location} encloses the folder of table {owner.id} ({owner.location})"
 
 
 def _entry(row: TableRow) -> TableEntry:

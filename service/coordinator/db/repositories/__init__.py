@@ -50,6 +50,7 @@ from coordinator.db.repositories.snapshots import (
 )
 from coordinator.db.repositories.tables import (
     GroupContext,
+    LocationOwner,
     TableTotals,
     advance_latest,
     advance_latest_with_stats,
@@ -59,6 +60,7 @@ from coordinator.db.repositories.tables import (
     insert_table,
     latest_snapshot_id,
     list_tables,
+    location_owners,
     set_latest,
     set_stats,
     table_totals,
@@ -68,6 +70,7 @@ from coordinator.db.repositories.tables import (
 
 __all__ = [
     "GroupContext",
+    "LocationOwner",
     "NewCommit",
     "StoredCommit",
     "StoredSnapshot",
@@ -99,6 +102,7 @@ __all__ = [
     "list_snapshots",
     "list_tables",
     "list_tokens",
+    "location_owners",
     "mark_overwritten",
     "mark_published",
     "ping",

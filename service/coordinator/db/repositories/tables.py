@@ -138,6 +138,46 @@ def insert_table(conn: Connection, row: dict[str, object]) -> None:
     conn.execute(insert(TableRow), [row])
 
 
+@dataclass(frozen=True)
+class LocationOwner:
+    """A table as the location checks see it."""
+
+    id: str
+    location: str
+    location_key: str
+    origin: str
+
+
+def location_owners(
+    conn: Connection, key: str, ancestors: Sequence[str], *, excluding: str | None = None, limit: int = 10
+) -> list[LocationOwner]:
+    """Tables whose folder is `key`'s, encloses it (its key is one of `ancestors`) or lies inside it,
+    but not table `excluding`; at most `limit`, the folder itself and its enclosing ones first.
+
+    Two indexed lookups and one prefix match, so the cost does not grow with the number of tables
+    elsewhere. The prefix match is exact: SQLite's LIKE ignores ASCII case, so `substr` decides and LIKE
+    (its wildcards escaped) narrows where an index can serve it."""
+    inside = f"{key}/"
+    query = (
+        select(TableRow.id, TableRow.location, TableRow.location_key, TableRow.origin)
+        .where(
+            or_(
+                TableRow.location_key.in_([key, *ancestors]),
+                and_(
+                    TableRow.location_key.like(_like_prefix(inside), escape="\\"),
+                    func.substr(TableRow.location_key, 1, len(inside)) == inside,
+                ),
+            )
+        )
+        .order_by(func.length(TableRow.location_key), TableRow.location_key)
+        .limit(limit)
+    )
+    if excluding is not None:
+        query = query.where(TableRow.id != excluding)
+    # Every row found has a key: NULL matches neither IN nor LIKE.
+    return [LocationOwner(t, loc, found or "", origin) for t, loc, found, origin in conn.execute(query).all()]
+
+
 def delete_table(conn: Connection, table_id: str) -> bool:
     conn.execute(delete(CommitRow).where(CommitRow.table_id == table_id))
     conn.execute(delete(SnapshotRow).where(SnapshotRow.table_id == table_id))
