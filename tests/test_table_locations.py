@@ -107,7 +107,7 @@ def test_a_folder_inside_or_around_a_table_cannot_be_registered(api: TestClient,
     table = create_table(api, "db", "t", FIELDS, partitionKeys=["dt"])
     append(api, table, range(3))
     # Real Paimon tables (schema files) inside the table's folder, around it, and beside it.
-    inner, outer, beside = table.location / "inner", warehouse / "db.db", warehouse / "db.db" / "t2"
+    inner, outer, beside = table.path / "inner", warehouse / "db.db", warehouse / "db.db" / "t2"
     for folder in (inner, outer, beside):
         paimon_table_at(folder, table)
     before = listing(warehouse)
@@ -217,7 +217,7 @@ def test_purge_deletes_exactly_the_folder_of_a_created_table(api: TestClient, wa
 
     gone = {k for k in before if k == "db.db/t" or k.startswith("db.db/t/")}
     assert gone
-    assert not table.location.exists()
+    assert not table.path.exists()
     assert listing(warehouse) == {k: v for k, v in before.items() if k not in gone}
     assert table_ids(api) == ["db.t2"]
     assert append(api, beside, range(2, 4)) == 2
@@ -287,10 +287,10 @@ def test_purge_refuses_a_folder_another_table_lives_in(
     purging the outer one would take the inner one's files."""
     table = create_table(api, "db", "t", FIELDS, partitionKeys=["dt"])
     append(api, table, range(3))
-    paimon_table_at(table.location / "inner", table)
+    paimon_table_at(table.path / "inner", table)
     paimon_table_at(warehouse / "x" / "inner", table)
     assert register(api, "x.inner", str(warehouse / "x" / "inner")).status_code == 201
-    nested = str(table.location / "inner")
+    nested = str(table.path / "inner")
     engine = create_engine(database_url)
     with engine.begin() as conn:  # as an older coordinator would have recorded it
         conn.execute(
