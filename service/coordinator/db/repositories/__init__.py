@@ -50,6 +50,7 @@ from coordinator.db.repositories.snapshots import (
 from coordinator.db.repositories.tables import (
     GroupContext,
     TableTotals,
+    TableVersion,
     advance_latest,
     advance_latest_with_stats,
     delete_table,
@@ -61,6 +62,7 @@ from coordinator.db.repositories.tables import (
     set_latest,
     set_stats,
     table_totals,
+    table_version,
     tables_without_stats,
     update_schema,
 )
@@ -72,6 +74,7 @@ __all__ = [
     "StoredSnapshot",
     "TableCommitCounts",
     "TableTotals",
+    "TableVersion",
     "advance_latest",
     "advance_latest_with_stats",
     "commit_counts_per_minute",
@@ -106,6 +109,7 @@ __all__ = [
     "set_stats",
     "table_commit_counts",
     "table_totals",
+    "table_version",
     "tables_with_unpublished",
     "tables_without_stats",
     "unpublished_snapshots",
