@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from coordinator.clock import Clock
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
+from coordinator.db.repositories import live_files
 from coordinator.domain.committable import ResolvedCommittable, resolve_committable
 from coordinator.domain.conflicts import Conflict
 from coordinator.domain.table_stats import combined, file_delta
@@ -240,10 +241,19 @@ class Committer:
                 )
                 with timed_together(result.committed, "commitPoint"):
                     commit_point(hold, [change])
+            elif result.rejected:
+                # Rejections are recorded without a commit point: not into a table that replaced ours.
+                with read_only(self._engine) as conn:
+                    if repo.table_version(conn, table.id) != version_of(table):
+                        raise TableChanged(table.id)
         except TableChanged:
-            # Dropped and created again, or its schema changed, between our look at the row and the
-            # commit point, which wrote nothing: the next group looks again and decides everyone anew.
+            # Dropped and created again, or its schema changed, after our look at the row: nothing of
+            # the group was written, and the next group looks again and decides everyone anew. The
+            # catch-up may have indexed the old table's files under the new one's id: forgotten, the
+            # index is built again from the table's latest snapshot by the next catch-up.
             self._discard(table, state)
+            with hold.fenced() as conn:
+                live_files.reset_index(conn, table.id)
             result.decide_again(group)
             return result
         except Conflict as conflict:
