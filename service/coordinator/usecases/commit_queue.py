@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from coordinator.domain.committable import ResolvedCommittable
 from coordinator_client.format.manifest import ManifestEntry
 from coordinator_client.format.snapshot import Snapshot
-from coordinator_client.models import CommitResponse, InFlightCommitModel
+from coordinator_client.models import CommitRequest, CommitResponse, InFlightCommitModel
 
 
 @dataclass(eq=False)
@@ -32,6 +32,10 @@ class PendingCommit:
     resolved: ResolvedCommittable
     idempotency_key: str | None
     started: float
+    request: CommitRequest
+    """The committable as it came: resolved again when the table turns out to have changed."""
+    version: tuple[str, int]
+    """The (uuid, schema id) of the table `resolved` was resolved against."""
     current: str = "validate"
     """The phase it is in now, for the ops API."""
     started_at: float = field(default_factory=time.time)
@@ -50,6 +54,11 @@ class PendingCommit:
     @property
     def key(self) -> tuple[str, int]:
         return self.resolved.commit_user, self.resolved.identifier
+
+    def unbuild(self) -> None:
+        """Forget the snapshots built for it: its group is decided again, or not at all."""
+        self.snapshots.clear()
+        self.deltas.clear()
 
     def built(self) -> list[tuple[int, list[ManifestEntry]]]:
         """Each snapshot built for this commit with its delta entries, in order."""

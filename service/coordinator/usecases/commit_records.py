@@ -17,13 +17,13 @@ from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
 from coordinator.domain.conflicts import Conflict
 from coordinator.domain.table_stats import FileDelta
-from coordinator.errors import CommitConflict, TableNotFound
+from coordinator.errors import CommitConflict, CoordinatorError, TableNotFound
 from coordinator.usecases import live_index
 from coordinator.usecases.commit_queue import PendingCommit
 from coordinator.usecases.live_index import Delta
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.table_hold import Hold, unplaced_conflict
-from coordinator.usecases.tables import Table
+from coordinator.usecases.tables import Table, version_of
 from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import CommitResponse, ConflictModel, SnapshotRef, WinningSnapshot
 
@@ -43,6 +43,11 @@ class TableChange:
     """Each new snapshot's delta entries: the live-file index advances by them."""
 
 
+class TableChanged(Exception):
+    """At the commit point: the table row is no longer the table (uuid) or schema the group was decided
+    against; it was dropped and created again, or changed, without this hold seeing it first."""
+
+
 @dataclass
 class GroupResult:
     """How each member of a group was decided under the lock; answered after the finishing transaction."""
@@ -51,7 +56,11 @@ class GroupResult:
     rejected: list[tuple[PendingCommit, ConflictModel]] = field(default_factory=list)
     replayed: list[tuple[PendingCommit, CommitResponse | CommitConflict]] = field(default_factory=list)
     later: list[PendingCommit] = field(default_factory=list)
-    """Left for the next group: a resend racing its original, or what followed a mid-commit rejection."""
+    """Left for the next group: a resend racing its original, what followed a mid-commit rejection, or
+    the whole group when the table changed under it."""
+    invalid: list[tuple[PendingCommit, CoordinatorError]] = field(default_factory=list)
+    """Not valid for the table as it is now (resolved again after the table changed): not recorded,
+    as a commit that fails validation never is."""
 
     def reject_all(self, group: Sequence[PendingCommit], model: ConflictModel) -> None:
         """The hold failed for the whole group (lease lost, head moved): every member not answered from
@@ -61,6 +70,16 @@ class GroupResult:
         for member in failed:
             member.snapshots.clear()
         self.committed, self.later, self.rejected = [], [], [(m, model) for m in failed]
+
+    def decide_again(self, group: Sequence[PendingCommit]) -> None:
+        """The table changed before the commit point: nothing of the group was written, and every member
+        not answered from its record waits for the next group, which decides it against the table as
+        it is then."""
+        settled = {id(m) for m, _ in self.replayed} | {id(m) for m, _ in self.invalid}
+        for member in group:
+            member.unbuild()
+        self.committed, self.rejected = [], []
+        self.later = [m for m in group if id(m) not in settled]
 
     def answer(self) -> None:
         for member in self.committed:
@@ -78,6 +97,8 @@ class GroupResult:
                 member.fail(answer)
             else:
                 member.succeed(answer)
+        for member, error in self.invalid:
+            member.fail(error)
 
 
 def replay_recorded(engine: Engine, table: Table, group: Sequence[PendingCommit]) -> GroupResult:
@@ -100,13 +121,23 @@ def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:
     from the expected snapshot to the change's last one (with the table's size), every snapshot and
     history row is recorded, and the live-file index advances by the snapshots' deltas.
 
+    Each table row must still have the uuid and schema id its change was decided against: a table
+    dropped and created again, or given other options, meanwhile gets nothing written for the old one.
+
     Raises:
         Conflict: LOCK_LOST (a lease ran out) or LATEST_SNAPSHOT_MOVED; nothing is recorded then.
+        TableChanged: a table row is another table or schema now; nothing is recorded then.
     """
     with hold.fenced() as conn:
         for change in changes:
             table_id = change.table.id
-            if change.snapshots and not _advance(conn, change):
+            expected = version_of(change.table)
+            if not change.snapshots:
+                if repo.table_version(conn, table_id, for_share=True) != expected:
+                    raise TableChanged(table_id)
+            elif not _advance(conn, change):
+                if repo.table_version(conn, table_id) != expected:
+                    raise TableChanged(table_id)
                 raise Conflict(
                     "LATEST_SNAPSHOT_MOVED",
                     "another commit moved the table while this one held the lock",
@@ -130,6 +161,7 @@ def _advance(conn: Connection, change: TableChange) -> bool:
         files=change.file_delta.files,
         size=change.file_delta.bytes,
         at=change.committed_at,
+        version=version_of(change.table),
     )
 
 

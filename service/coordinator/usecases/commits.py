@@ -22,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from coordinator.clock import Clock
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
+from coordinator.db.repositories import live_files
 from coordinator.domain.committable import ResolvedCommittable, resolve_committable
 from coordinator.domain.conflicts import Conflict
 from coordinator.domain.table_stats import combined, file_delta
@@ -40,6 +41,7 @@ from coordinator.usecases.commit_queue import CommitQueue, InFlight, PendingComm
 from coordinator.usecases.commit_records import (
     GroupResult,
     TableChange,
+    TableChanged,
     commit_point,
     conflict_model,
     group_context,
@@ -54,7 +56,7 @@ from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.snapshot_writer import write_snapshots
 from coordinator.usecases.table_hold import Hold, TableHolds
 from coordinator.usecases.table_state import TableState, TableStates
-from coordinator.usecases.tables import Table, Tables
+from coordinator.usecases.tables import Table, Tables, version_of
 from coordinator_client.models import CommitRequest, CommitResponse, ConflictModel, InFlightCommitModel
 
 MAX_GROUP = 32
@@ -129,7 +131,7 @@ class Committer:
         try:
             table = self._tables.get(table_id)
             resolved = resolve_committable(request, table.shape, now_millis=self._clock.local_millis())
-            response = self._commit(table, resolved, idempotency_key, started)
+            response = self._commit(table, request, resolved, idempotency_key, started)
         except CommitConflict as rejected:
             self._log_answer(table_id, who, resolved, "rejected", conflict=rejected.conflict)
             raise
@@ -199,7 +201,12 @@ class Committer:
         return self.publication.recover()
 
     def _commit(
-        self, table: Table, resolved: ResolvedCommittable, key: str | None, started: float
+        self,
+        table: Table,
+        request: CommitRequest,
+        resolved: ResolvedCommittable,
+        key: str | None,
+        started: float,
     ) -> CommitResponse:
         """From a validated committable (`started` when its request came in) to its answer."""
         if key is not None:
@@ -220,7 +227,7 @@ class Committer:
             if stored is None:
                 raise
             return _replayed(stored)
-        pending = PendingCommit(resolved, key, started)
+        pending = PendingCommit(resolved, key, started, request, version_of(table))
         pending.waited("validate")
         pending.current = "lockWait"
         with self._in_flight.tracking(table.id, pending):
@@ -254,9 +261,7 @@ class Committer:
 
     def _decide(self, table: Table, group: list[PendingCommit], hold: Hold) -> GroupResult:
         with timed_together(group, "reconcile"):
-            with read_only(self._engine) as conn:
-                context = group_context(conn, table, group)
-                unpublished = repo.unpublished_snapshots(conn, table.id) if context.has_unpublished else []
+            table, context, unpublished = self._group_context(table, group)
             state = self.publication.catch_up(table, context.latest_snapshot_id, unpublished)
         result = GroupResult()
         previous_id = state.snapshot_id
@@ -266,6 +271,8 @@ class Committer:
                 stored = context.recorded(member.key, member.idempotency_key)
                 if stored is not None:
                     result.replayed.append((member, recorded_answer(stored)))
+                    continue
+                if not self._resolved_for(table, member, result):
                     continue
                 claims = {member.key} | ({member.idempotency_key} if member.idempotency_key else set())
                 if claims & taken:
@@ -293,6 +300,21 @@ class Committer:
                 )
                 with timed_together(result.committed, "commitPoint"):
                     commit_point(hold, [change])
+            elif result.rejected:
+                # Rejections are recorded without a commit point: not into a table that replaced ours.
+                with read_only(self._engine) as conn:
+                    if repo.table_version(conn, table.id) != version_of(table):
+                        raise TableChanged(table.id)
+        except TableChanged:
+            # Dropped and created again, or its schema changed, after our look at the row: nothing of
+            # the group was written, and the next group looks again and decides everyone anew. The
+            # catch-up may have indexed the old table's files under the new one's id: forgotten, the
+            # index is built again from the table's latest snapshot by the next catch-up.
+            self._discard(table, state)
+            with hold.fenced() as conn:
+                live_files.reset_index(conn, table.id)
+            result.decide_again(group)
+            return result
         except Conflict as conflict:
             # The hold failed for the whole group (lease lost, head moved): nothing of it is written.
             self._discard(table, state)
@@ -310,7 +332,7 @@ class Committer:
             try:
                 self.publication.write(table, files)
             except SnapshotTaken as taken:
-                self._decide_again(table, result, taken.snapshot_id)
+                self._requeue_from_taken(table, result, taken.snapshot_id)
             except StorageUnavailable as failed:
                 raise StorageUnavailable(
                     f"recorded as snapshot(s) up to {files[-1].id}, but publishing failed "
@@ -320,7 +342,7 @@ class Committer:
                 ) from failed
         return result
 
-    def _decide_again(self, table: Table, result: GroupResult, taken: int) -> None:
+    def _requeue_from_taken(self, table: Table, result: GroupResult, taken: int) -> None:
         """An outside writer took snapshot id `taken` before our publication: the members whose
         snapshots start there were never visible and go to the next group, decided on top of it."""
         self.publication.forget_taken(table, taken)
@@ -339,6 +361,50 @@ class Committer:
             member.deltas.clear()
             result.later.append(member)
         result.committed = standing
+
+    def _group_context(
+        self, table: Table, group: list[PendingCommit]
+    ) -> tuple[Table, repo.GroupContext, list[repo.StoredSnapshot]]:
+        """Under the lock: the group's context, and the table as its row is now.
+
+        The row is the truth, not this process's cache: another replica may have dropped the table and
+        created it again (another uuid) or changed its options (the next schema id). Then the cached
+        table and the in-memory state built for it are dropped, and the group is decided against the
+        table the row describes.
+
+        Raises:
+            TableNotFound: the table was dropped meanwhile.
+        """
+        try:
+            with read_only(self._engine) as conn:
+                context = group_context(conn, table, group)
+                unpublished = repo.unpublished_snapshots(conn, table.id) if context.has_unpublished else []
+            if context.version != version_of(table):
+                self._states.invalidate(table.id)
+                table = self._tables.at_version(table.id, context.version)
+        except TableNotFound:
+            self._tables.evict(table.id)
+            self._states.invalidate(table.id)
+            raise
+        return table, context, unpublished
+
+    def _resolved_for(self, table: Table, member: PendingCommit, result: GroupResult) -> bool:
+        """Make sure `member` is resolved against `table` as it is now: a committable resolved against an
+        older version is resolved again from its request, so it gets the answer a replica that never
+        saw the old table would give. False when it is not valid for the table now (then it is in
+        `result.invalid`)."""
+        version = version_of(table)
+        if member.version == version:
+            return True
+        try:
+            member.resolved = resolve_committable(
+                member.request, table.shape, now_millis=self._clock.local_millis()
+            )
+        except InvalidRequest as invalid:
+            result.invalid.append((member, invalid))
+            return False
+        member.version = version
+        return True
 
     def _decide_member(
         self,

@@ -10,10 +10,11 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from coordinator.db.repositories import TableVersion
 from coordinator.domain.manifest_merge import MergeOptions
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.manifests import ManifestStore
-from coordinator.usecases.tables import Table
+from coordinator.usecases.tables import Table, version_of
 from coordinator_client.format.manifest import ManifestFileMeta
 from coordinator_client.format.snapshot import Snapshot
 
@@ -26,6 +27,8 @@ class TableState:
     data_manifests: list[ManifestFileMeta]
     manifests: ManifestStore
     options: MergeOptions
+    version: TableVersion
+    """The table and schema it was built for: the merge options come from that schema's options."""
 
     @property
     def snapshot_id(self) -> int:
@@ -45,12 +48,19 @@ class TableStates:
             self._states.pop(table_id, None)
 
     def at(self, table: Table, latest: int, load_snapshot: SnapshotLoader) -> TableState:
-        """The table's state at snapshot `latest`."""
+        """The table's state at snapshot `latest`.
+
+        A state built for another version of the table (dropped and created again, or its options
+        changed, perhaps by another replica) is dropped, never built on.
+        """
+        version = version_of(table)
         with self._lock:
             state = self._states.get(table.id)
+        if state is not None and state.version != version:
+            state = None
         if state is None:
             options = MergeOptions.from_table_options(table.shape.schema.options)
-            state = TableState(None, [], ManifestStore.for_table(self._fileio, table), options)
+            state = TableState(None, [], ManifestStore.for_table(self._fileio, table), options, version)
         if state.snapshot_id != latest:
             state.snapshot = load_snapshot(latest) if latest else None
             state.data_manifests = []

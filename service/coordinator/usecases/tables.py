@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from coordinator.clock import Clock
 from coordinator.db import repositories as repo
+from coordinator.db.engine import read_only
 from coordinator.db.models import TableRow
 from coordinator.domain.locations import ancestor_keys, contains, is_root, location_key, overlaps
 from coordinator.domain.retention import Retention
@@ -61,6 +62,11 @@ REGISTERED = "registered"
 """`paimon_tables.origin` of a table registered by location: its files were found, never purged."""
 
 
+def version_of(table: Table) -> repo.TableVersion:
+    """Which table and schema `table` was read as: what its row must still say for it to be current."""
+    return repo.TableVersion(table.uuid, table.shape.schema.id)
+
+
 def table_id_of(database: str, name: str) -> str:
     return f"{database}.{name}"
 
@@ -83,28 +89,62 @@ class Tables:
         self._lock = threading.Lock()
 
     def get(self, table_id: str) -> Table:
-        """The table, from cache or database.
+        """The table as the database has it now, parsed once per version.
+
+        A cached table is served after one primary-key read of its uuid and schema id, so a table that
+        another replica dropped and created again, or whose options it changed, is never served in its
+        old shape. (The commit path checks again under the table's lock: see Committer._decide.)
 
         Raises:
             TableNotFound: no such table.
         """
         cached = self._cache.get(table_id)
-        if cached is not None:
+        if cached is None:
+            return self._load(table_id)
+        with read_only(self._engine) as conn:
+            current = repo.table_version(conn, table_id)
+        if current is None:
+            self.evict(table_id)
+            raise TableNotFound(f"table {table_id} does not exist")
+        if current == version_of(cached):
             return cached
-        with self._engine.connect() as conn:
+        return self._load(table_id)
+
+    def refresh(self, table_id: str) -> Table:
+        """The table as the database has it now, read whole (another process may have changed it).
+
+        Raises:
+            TableNotFound: no such table (it is no longer cached either).
+        """
+        return self._load(table_id)
+
+    def at_version(self, table_id: str, version: repo.TableVersion) -> Table:
+        """The table in `version`, which the caller just read from its row: the cached one if it is that
+        version, else the row read again (which may by now be a later version).
+
+        Raises:
+            TableNotFound: the table was dropped meanwhile.
+        """
+        cached = self._cache.get(table_id)
+        if cached is not None and version_of(cached) == version:
+            return cached
+        return self._load(table_id)
+
+    def evict(self, table_id: str) -> None:
+        """Forget the cached table (it was dropped, or is not the table the database has)."""
+        with self._lock:
+            self._cache.pop(table_id, None)
+
+    def _load(self, table_id: str) -> Table:
+        with read_only(self._engine) as conn:
             row = repo.get_table(conn, table_id)
         if row is None:
+            self.evict(table_id)
             raise TableNotFound(f"table {table_id} does not exist")
         table = self._table(row.id, row.database, row.name, row.uuid, row.location, row.schema_json)
         with self._lock:
             self._cache[table_id] = table
         return table
-
-    def refresh(self, table_id: str) -> Table:
-        """The table as the database has it now (another process may have changed its options)."""
-        with self._lock:
-            self._cache.pop(table_id, None)
-        return self.get(table_id)
 
     def page(
         self,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from sqlalchemy import Connection, and_, bindparam, case, delete, func, insert, or_, select, tuple_, update
 
@@ -15,6 +16,25 @@ from coordinator.db.repositories.commits import StoredCommit, stored_commit
 def get_table(conn: Connection, table_id: str) -> TableRow | None:
     row = first(conn, select(TableRow.__table__).where(TableRow.id == table_id))
     return TableRow(**row) if row is not None else None
+
+
+class TableVersion(NamedTuple):
+    """Which table a row is and which schema it has: a table dropped and created again under the same id
+    has another uuid, and every schema change (options included) writes the next schema id."""
+
+    uuid: str
+    schema_id: int
+
+
+def table_version(conn: Connection, table_id: str, *, for_share: bool = False) -> TableVersion | None:
+    """The table row's uuid and schema id, None when there is no such table; with `for_share`, the row
+    stays locked against a drop or a schema change until the caller's transaction ends (PostgreSQL,
+    MariaDB; SQLite writers are serialised anyway)."""
+    query = select(TableRow.uuid, TableRow.schema_id).where(TableRow.id == table_id)
+    if for_share:
+        query = query.with_for_update(read=True)
+    row = conn.execute(query).first()
+    return None if row is None else TableVersion(str(row[0]), int(row[1]))
 
 
 def list_tables(
@@ -80,6 +100,11 @@ _ADVANCE_WITH_STATS = (
 )
 
 
+_ADVANCE_WITH_STATS_AT_VERSION = _ADVANCE_WITH_STATS.where(
+    TableRow.uuid == bindparam("b_uuid"), TableRow.schema_id == bindparam("b_schema")
+)
+
+
 def advance_latest_with_stats(
     conn: Connection,
     table_id: str,
@@ -90,11 +115,13 @@ def advance_latest_with_stats(
     files: int,
     size: int,
     at: float,
+    version: TableVersion | None = None,
 ) -> bool:
     """`advance_latest`, and in the same statement the table's size: the new head's record count, the
     live files moved by `files` and their bytes by `size` (an unknown count, NULL, stays unknown), and
-    the time of the commit. False when someone else moved the pointer (nothing changes then)."""
-    params = {
+    the time of the commit. With `version`, only while the row is still that table with that schema.
+    False when someone else moved the pointer or changed the table (nothing changes then)."""
+    params: dict[str, object] = {
         "b_table": table_id,
         "b_expected": expected,
         "b_new": new,
@@ -103,7 +130,11 @@ def advance_latest_with_stats(
         "b_bytes": size,
         "b_at": at,
     }
-    return bool(conn.execute(_ADVANCE_WITH_STATS, params).rowcount == 1)
+    statement = _ADVANCE_WITH_STATS
+    if version is not None:
+        params.update(b_uuid=version.uuid, b_schema=version.schema_id)
+        statement = _ADVANCE_WITH_STATS_AT_VERSION
+    return bool(conn.execute(statement, params).rowcount == 1)
 
 
 def set_stats(
@@ -188,6 +219,8 @@ def delete_table(conn: Connection, table_id: str) -> bool:
 
 @dataclass(frozen=True)
 class GroupContext:
+    version: TableVersion
+    """The table the row is now: the group is decided against this one."""
     latest_snapshot_id: int
     has_unpublished: bool
     committed: dict[tuple[str, int], StoredCommit]
@@ -221,7 +254,13 @@ def group_context(
     joined = tables.outerjoin(commits, and_(commits.c.table_id == tables.c.id, decided))
     rows = (
         conn.execute(
-            select(tables.c.latest_snapshot_id.label("latest"), unpublished.label("unpublished"), commits)
+            select(
+                tables.c.uuid.label("table_uuid"),
+                tables.c.schema_id.label("table_schema_id"),
+                tables.c.latest_snapshot_id.label("latest"),
+                unpublished.label("unpublished"),
+                commits,
+            )
             .select_from(joined)
             .where(tables.c.id == table_id)
         )
@@ -239,7 +278,9 @@ def group_context(
             committed[(stored.commit_user, stored.identifier)] = stored
         if row["idempotency_key"] is not None and row["idempotency_key"] in idempotency_keys:
             by_key[row["idempotency_key"]] = stored
-    return GroupContext(int(rows[0]["latest"]), bool(rows[0]["unpublished"]), committed, by_key)
+    first_row = rows[0]
+    version = TableVersion(str(first_row["table_uuid"]), int(first_row["table_schema_id"]))
+    return GroupContext(version, int(first_row["latest"]), bool(first_row["unpublished"]), committed, by_key)
 
 
 def latest_snapshot_id(conn: Connection, table_id: str) -> int | None:
