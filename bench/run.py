@@ -1,9 +1,11 @@
 """Benchmark the commit coordinator against pypaimon's own filesystem commit, measured in the same run.
 
 usage: python bench/run.py [--quick] [--databases sqlite,postgres]
+       python bench/run.py --s3 [--commits 100] [--writers 8] [--per-writer 20] [--database sqlite|postgres]
 
 Prints one table per database (metric | coordinator | pypaimon | ratio | target) and writes every raw
-number to bench/results/<timestamp>.json. What is measured and how to read it: bench/README.md.
+number to bench/results/<timestamp>.json. With `--s3`, instead, the S3 benchmark of bench/s3_commits.py
+(its own options follow). What is measured and how to read it: bench/README.md.
 """
 
 from __future__ import annotations
@@ -26,6 +28,12 @@ def _importable() -> None:
 
 def main() -> int:
     _importable()
+    argv = sys.argv[1:]
+    if "--s3" in argv:
+        # The S3 benchmark has options of its own; the suite's parser would refuse them.
+        from bench.s3_commits import main as run_s3
+
+        return run_s3([a for a in argv if a != "--s3"])
     from bench.suite import main as run_suite
 
     return run_suite()
