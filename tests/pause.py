@@ -16,11 +16,24 @@ T = TypeVar("T")
 
 
 class PausedCall(Generic[T]):
-    """Runs `call` on its own thread and holds it at the first call of `at` until `resume()`."""
+    """Runs `call` on its own thread and holds it at the first call of `at` until `resume()`.
 
-    def __init__(self, call: Callable[[], T], *, at: Callable[..., Any]) -> None:
+    With `returning=True` it holds when `at` returns instead (its work done, its caller not yet on), and
+    `when`, given the frame of `at`, picks which call of it.
+    """
+
+    def __init__(
+        self,
+        call: Callable[[], T],
+        *,
+        at: Callable[..., Any],
+        returning: bool = False,
+        when: Callable[[FrameType], bool] | None = None,
+    ) -> None:
         self._call = call
         self._code = at.__code__
+        self._event = "return" if returning else "call"
+        self._when = when
         self.reached = threading.Event()
         self._resume = threading.Event()
         self._result: T | None = None
@@ -47,10 +60,13 @@ class PausedCall(Generic[T]):
             raise self._error
         return self._result  # type: ignore[return-value]
 
-    def _trace(self, frame: FrameType, event: str, arg: object) -> None:
-        if event == "call" and frame.f_code is self._code and not self.reached.is_set():
+    def _trace(self, frame: FrameType, event: str, arg: object) -> Any:
+        if frame.f_code is not self._code or self.reached.is_set():
+            return None  # no tracing inside other functions
+        if event == self._event and (self._when is None or self._when(frame)):
             self.reached.set()
             self._resume.wait()
+        return self._trace  # to see this frame's return event
 
     def _run(self) -> None:
         sys.settrace(self._trace)  # type: ignore[arg-type]

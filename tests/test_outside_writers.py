@@ -6,6 +6,9 @@ id an outsider took before it was published: that commit is decided again on top
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pyarrow as pa
@@ -77,6 +80,67 @@ def test_a_snapshot_id_taken_before_publication_is_decided_again(
     assert api.get(f"/tables/{table.id}").json()["totalRecordCount"] == len(expected)
     metrics = api.get("/metrics").text
     assert "coordinator_snapshots_taken_total 1.0" in metrics
+
+
+def _after_the_check_before_the_move(store: str) -> tuple[Callable[..., Any], Callable[[FrameType], bool]]:
+    """Where pypaimon's rename has found its snapshot-N absent and is about to move its file there."""
+    if store == "s3":
+        from pypaimon.filesystem.pyarrow_file_io import PyArrowFileIO
+
+        return (
+            PyArrowFileIO._get_file_info,
+            lambda frame: (
+                frame.f_back is not None
+                and frame.f_back.f_code.co_name == "rename"
+                and "/snapshot/snapshot-" in frame.f_locals["path_str"]
+            ),
+        )
+    return (
+        Path.exists,
+        lambda frame: (
+            frame.f_back is not None
+            and frame.f_back.f_code.co_name == "rename"
+            and frame.f_locals["self"].name.startswith("snapshot-")
+        ),
+    )
+
+
+def test_an_acknowledged_snapshot_an_outsider_overwrote_is_applied_again(
+    api: TestClient, warehouse_location: str, store: str
+) -> None:
+    table = create_table(api, "db", "lost", FIELDS, partitionKeys=["dt"])
+    _ours(api, table, "first", range(3))
+    # pypaimon stops after it found snapshot-2 absent, just before it moves its file there; we publish
+    # and acknowledge our snapshot 2; then pypaimon's move replaces it (its check-then-copy).
+    at, when = _after_the_check_before_the_move(store)
+    outsider = PausedCall(
+        lambda: _outsiders(warehouse_location, table.id, range(100, 104)), at=at, returning=True, when=when
+    ).start()
+    acknowledged = _ours(api, table, "second", range(10, 13))
+    assert [s["id"] for s in acknowledged["snapshots"]] == [2]
+    outsider.resume()
+    assert sorted(r["id"] for r in pypaimon_rows(warehouse_location, table.id)) == [
+        0,
+        1,
+        2,
+        100,
+        101,
+        102,
+        103,
+    ]
+
+    services: Services = api.app.state.services  # type: ignore[attr-defined]
+    assert services.overwrite_watch.check() == [table.id]  # the periodic check, run now
+    expected = [{"dt": "a", "id": i} for i in (*range(3), *range(10, 13), *range(100, 104))]
+    assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(expected)
+    history = api.get(f"/tables/{table.id}/commits").json()["commits"]
+    second = [
+        (c["outcome"], [s["id"] for s in c["snapshots"]]) for c in history if c["commitUser"] == "second"
+    ]
+    assert sorted(second) == [("committed", [3]), ("overwritten", [2])]
+    assert api.get(f"/tables/{table.id}").json()["totalRecordCount"] == len(expected)
+    assert "coordinator_snapshots_overwritten_total 1.0" in api.get("/metrics").text
+    assert services.overwrite_watch.check() == []  # taken back once
 
 
 def test_outsider_snapshots_are_adopted_never_overwritten(api: TestClient, warehouse_location: str) -> None:

@@ -22,6 +22,7 @@ from coordinator.usecases.commits import Committer
 from coordinator.usecases.maintenance import Maintenance
 from coordinator.usecases.operations import Operations
 from coordinator.usecases.overview import Overview
+from coordinator.usecases.overwrite_watch import OverwriteWatch
 from coordinator.usecases.reads import Reads
 from coordinator.usecases.table_hold import TableHolds
 from coordinator.usecases.table_stats import Backfill
@@ -48,6 +49,7 @@ class Services:
     fileio: FileIO
     clock: Clock
     backfill: Backfill
+    overwrite_watch: OverwriteWatch
 
     @classmethod
     def start(cls, settings: Settings) -> Services:
@@ -82,6 +84,8 @@ class Services:
         # Sizes of tables recorded before revision 0005, read once from storage in the background.
         backfill = Backfill(engine, fileio, tables)
         backfill.start()
+        overwrite_watch = OverwriteWatch(engine, committer, settings.overwrite_check_seconds)
+        overwrite_watch.start()
         return cls(
             settings,
             engine,
@@ -99,9 +103,11 @@ class Services:
             fileio,
             clock,
             backfill,
+            overwrite_watch,
         )
 
     def close(self) -> None:
+        self.overwrite_watch.close()
         self.backfill.close()
         self.maintenance.close()
         self.committer.close()

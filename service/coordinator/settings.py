@@ -26,6 +26,12 @@ class Settings(BaseSettings):
     allow_open_bind: bool = Field(
         default=False, description="serve without tokens on an address other than loopback"
     )
+    overwrite_check_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description="how often the heads of recently committed tables are compared with storage, to take "
+        "back a snapshot an outside writer overwrote (0: only at the next commit)",
+    )
     log_format: Literal["json", "text"] = "json"
     lock_backend: Literal["table", "hive"] = Field(
         default="table", description="the lock table in the metadata database, or Hive Metastore locks"

@@ -53,6 +53,12 @@ class Metrics:
             "their commits were decided again.",
             registry=r,
         )
+        self.snapshots_overwritten = Counter(
+            "coordinator_snapshots_overwritten",
+            "Published snapshots of ours that a writer outside the coordinator overwrote on storage; "
+            "their changes were applied again on top (an overwrite cannot be, and is lost).",
+            registry=r,
+        )
         self.dedup_hits = Counter(
             "coordinator_dedup_hits",
             "Resent commits answered from the record (same commitUser + identifier or Idempotency-Key).",

@@ -236,6 +236,15 @@ class Committer:
     def close(self) -> None:
         self._file_checks.close()
 
+    def reconcile(self, table_id: str, latest: int) -> bool:
+        """When head `latest` of the table is overwritten on storage, take it back under the lock (the
+        lost commit is applied again on top, see publication); False when it is as recorded."""
+        table = self._tables.get(table_id)
+        if not self.publication.head_overwritten(table, latest):
+            return False
+        self._commit_group(table, list)  # an empty group: its catch-up does the work
+        return True
+
     def _queue(self, table_id: str) -> CommitQueue:
         with self._queues_guard:
             queue = self._queues.get(table_id)
@@ -262,13 +271,17 @@ class Committer:
     def _decide(self, table: Table, group: list[PendingCommit], hold: Hold) -> GroupResult:
         with timed_together(group, "reconcile"):
             table, context, unpublished = self._group_context(table, group)
-            state = self.publication.catch_up(table, context.latest_snapshot_id, unpublished)
+            state, lost = self.publication.catch_up(table, context.latest_snapshot_id, unpublished)
+        # An acknowledged commit an outside writer overwrote goes first: its rows come back at once.
+        reapplied = [_reapplying(table, resolved) for resolved in lost]
+        group = reapplied + group
         result = GroupResult()
         previous_id = state.snapshot_id
         taken: set[tuple[str, int] | str] = set()
         try:
             for index, member in enumerate(group):
-                stored = context.recorded(member.key, member.idempotency_key)
+                # The context was read before the catch-up marked a re-applied commit `overwritten`.
+                stored = None if member in reapplied else context.recorded(member.key, member.idempotency_key)
                 if stored is not None:
                     result.replayed.append((member, recorded_answer(stored)))
                     continue
@@ -458,3 +471,11 @@ def _replayed(stored: repo.StoredCommit) -> CommitResponse:
     if isinstance(answer, CommitConflict):
         raise answer
     return answer
+
+
+def _reapplying(table: Table, resolved: ResolvedCommittable) -> PendingCommit:
+    """A member nobody waits for: a lost commit's changes, decided like any other commit."""
+    request = CommitRequest.model_validate(
+        {"commitUser": resolved.commit_user, "identifier": resolved.identifier, "messages": []}
+    )
+    return PendingCommit(resolved, None, time.perf_counter(), request, version_of(table))

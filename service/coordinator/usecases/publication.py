@@ -11,6 +11,13 @@ object store the create is conditional, so it cannot take it later without overw
 Then our snapshot from that id on was never visible and is not acknowledged: `forget_taken` moves the
 head back, marks those commits `overwritten` in the history and the caller decides them again on top
 of the outsider's snapshot.
+
+An outside writer without a conditional create (pypaimon checks that snapshot-N is absent, then copies
+its file there) can still overwrite a snapshot we published and acknowledged. Every catch-up, and a
+periodic check (`Committer.reconcile`), compares the table's latest snapshot on storage with the text we
+recorded: when they differ, the outsider's snapshot is taken in as that id, our commit is marked
+`overwritten`, and its changes are applied again on top as a new snapshot from the manifests it wrote
+(`Reapplication`), so the rows of an acknowledged commit come back.
 """
 
 from __future__ import annotations
@@ -24,9 +31,11 @@ from sqlalchemy import Engine
 from coordinator.db import repositories as repo
 from coordinator.db.engine import autocommit
 from coordinator.db.repositories import live_files as index
+from coordinator.domain.committable import ResolvedCommittable
 from coordinator.observability.metrics import Metrics
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.live_index import LiveIndex
+from coordinator.usecases.reapplication import reapplication
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.table_hold import TableHolds
 from coordinator.usecases.table_state import SnapshotLoader, TableState, TableStates
@@ -66,9 +75,13 @@ class Publication:
         self._live_index = live_index
         self._metrics = metrics
 
-    def catch_up(self, table: Table, latest: int, unpublished: Sequence[repo.StoredSnapshot]) -> TableState:
-        """Under the lock: publish what a crash left unpublished, adopt outside snapshots, and bring the
-        in-memory state and the live-file index up to the table's head."""
+    def catch_up(
+        self, table: Table, latest: int, unpublished: Sequence[repo.StoredSnapshot]
+    ) -> tuple[TableState, list[ResolvedCommittable]]:
+        """Under the lock: publish what a crash left unpublished, take back an overwritten head, adopt
+        outside snapshots, and bring the in-memory state and the live-file index up to the table's head.
+
+        Returns the state and the committables to apply again (those of an overwritten head)."""
         files = [SnapshotFile(s.snapshot_id, s.body) for s in unpublished]
         if files:
             try:
@@ -79,11 +92,73 @@ class Publication:
                 self.forget_taken(table, taken.snapshot_id)
                 latest = taken.snapshot_id - 1
                 files = [f for f in files if f.id < taken.snapshot_id]
+        lost = self.take_back_overwritten(table, latest)
         latest = self._adopt_outside_snapshots(table, latest)
         loader = SnapshotLoader(self._fileio, table, {f.id: f.body for f in files})
         state = self._states.at(table, latest, loader)
         self._live_index.catch_up(table, latest, loader, state.manifests)
-        return state
+        return state, lost
+
+    def head_overwritten(self, table: Table, latest: int) -> bool:
+        """Whether snapshot `latest` on storage is not the one recorded (read-only: the periodic check)."""
+        return self._overwritten(table, latest) is not None
+
+    def take_back_overwritten(self, table: Table, latest: int) -> list[ResolvedCommittable]:
+        """Under the lock: when an outside writer overwrote our published snapshot `latest`, record its
+        snapshot under that id instead (table size moved by both deltas, index rebuilt by the next commit),
+        mark our commit `overwritten`, and return our changes to apply again on top ([] when there is
+        nothing to take back)."""
+        found = self._overwritten(table, latest)
+        if found is None:
+            return []
+        ours, theirs = found
+        assert theirs.snapshot is not None  # read from its text
+        our_delta = delta_on_storage(self._fileio, table, ours)
+        their_delta = delta_on_storage(self._fileio, table, theirs.snapshot)
+        with self._engine.begin() as conn:
+            moved = repo.advance_latest_with_stats(
+                conn,
+                table.id,
+                latest,
+                latest,
+                total_record_count=theirs.snapshot.total_record_count,
+                files=their_delta.files - our_delta.files,
+                size=their_delta.bytes - our_delta.bytes,
+                at=time.time(),
+            )
+            if not moved:
+                raise RuntimeError(f"the head of {table.id} moved while its lock was held")
+            repo.delete_snapshots(conn, table.id, above=latest - 1)
+            repo.insert_snapshots(conn, table.id, [theirs.row(published=True)])
+            index.reset_index(conn, table.id)
+            repo.mark_overwritten(conn, table.id, [(ours.commit_user, ours.commit_identifier)])
+        self._states.invalidate(table.id)
+        self._metrics.snapshots_overwritten.inc()
+        log.error(
+            "snapshot %d of %s, committed by %s/%d and acknowledged, was overwritten on storage by a writer "
+            "outside the coordinator; its changes are applied again on top",
+            latest,
+            table.id,
+            ours.commit_user,
+            ours.commit_identifier,
+        )
+        return [reapplication(self._fileio, table, ours)]
+
+    def _overwritten(self, table: Table, latest: int) -> tuple[Snapshot, SnapshotFile] | None:
+        """(ours as recorded, theirs as on storage) when published snapshot `latest` differs on storage."""
+        if latest == 0:
+            return None
+        with self._engine.connect() as conn:
+            recorded = repo.get_snapshot(conn, table.id, latest)
+        if recorded is None or not recorded.published:
+            return None
+        try:
+            stored = self._fileio.read(table.layout.snapshot(latest)).decode()
+        except FileNotFoundError:
+            return None  # expired or rolled back by someone else: not an overwrite
+        if stored == recorded.body:
+            return None
+        return Snapshot.from_json(recorded.body), SnapshotFile.read(stored)
 
     def publish(self, table: Table, files: Sequence[SnapshotFile]) -> None:
         """Write snapshot files and the LATEST hint, then mark them published."""

@@ -165,6 +165,16 @@ def tables_without_stats(conn: Connection) -> list[tuple[str, int]]:
     return [(r[0], int(r[1])) for r in rows]
 
 
+def committed_since(conn: Connection, since: float) -> list[tuple[str, int]]:
+    """(table id, latest snapshot id) of the tables with a commit at or after `since` (epoch seconds)."""
+    rows = conn.execute(
+        select(TableRow.id, TableRow.latest_snapshot_id)
+        .where(TableRow.last_commit_at >= since)
+        .order_by(TableRow.id)
+    ).all()
+    return [(r[0], int(r[1])) for r in rows]
+
+
 def insert_table(conn: Connection, row: dict[str, object]) -> None:
     conn.execute(insert(TableRow), [row])
 
