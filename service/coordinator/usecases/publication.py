@@ -9,8 +9,8 @@ manifest list (the only manifests read for it).
 An outside writer can also take a snapshot id between our commit point and our publication (on an
 object store the create is conditional, so it cannot take it later without overwriting, see below).
 Then our snapshot from that id on was never visible and is not acknowledged: `forget_taken` moves the
-head back, marks those commits `overwritten` in the history and the caller decides them again on top
-of the outsider's snapshot.
+head back, forgets those commits' rows and the caller decides them again on top of the outsider's
+snapshot (counted in coordinator_snapshots_taken, and logged).
 
 An outside writer without a conditional create (pypaimon checks that snapshot-N is absent, then copies
 its file there) can still overwrite a snapshot we published and acknowledged. Every catch-up, and a
@@ -192,7 +192,8 @@ class Publication:
         """Under the lock, after SnapshotTaken: forget our snapshots from `taken` on, which no reader ever
         saw. The head moves back to `taken - 1` (the next catch-up adopts the outsider's snapshot there),
         the table's size back by their deltas, the live-file index is rebuilt by the next commit, and
-        their commits are marked `overwritten` in the history; returns those commits' keys.
+        their history rows are forgotten (they were never visible nor acknowledged: deciding them again
+        records them anew); returns those commits' keys.
         """
         with self._engine.connect() as conn:
             latest = repo.latest_snapshot_id(conn, table.id) or 0
@@ -216,7 +217,7 @@ class Publication:
                 raise RuntimeError(f"the head of {table.id} moved while its lock was held")
             repo.delete_snapshots(conn, table.id, above=taken - 1)
             index.reset_index(conn, table.id)
-            repo.mark_overwritten(conn, table.id, keys)
+            repo.delete_committed(conn, table.id, keys)
         self._states.invalidate(table.id)
         self._metrics.snapshots_taken.inc(len(snapshots))
         log.error(

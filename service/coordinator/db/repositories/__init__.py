@@ -20,6 +20,7 @@ from coordinator.db.repositories.access import (
 from coordinator.db.repositories.commits import (
     NewCommit,
     StoredCommit,
+    delete_committed,
     find_by_idempotency_key,
     find_committed,
     find_latest_attempt,
@@ -85,6 +86,7 @@ __all__ = [
     "commit_counts_per_minute",
     "committed_since",
     "committed_timings",
+    "delete_committed",
     "delete_snapshots",
     "delete_table",
     "find_by_idempotency_key",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, RowMapping, bindparam, insert, select, update
+from sqlalchemy import Connection, RowMapping, bindparam, delete, insert, select, update
 
 from coordinator.db.models import CommitRow
 from coordinator.db.repositories._rows import first
@@ -88,6 +88,20 @@ def mark_overwritten(conn: Connection, table_id: str, keys: Sequence[tuple[str, 
                 CommitRow.outcome == "committed",
             )
             .values(outcome="overwritten", idempotency_key=None)
+        )
+
+
+def delete_committed(conn: Connection, table_id: str, keys: Sequence[tuple[str, int]]) -> None:
+    """Forget the committed rows of commits that never became visible nor were acknowledged: a resend
+    commits them anew."""
+    for commit_user, identifier in keys:
+        conn.execute(
+            delete(CommitRow).where(
+                CommitRow.table_id == table_id,
+                CommitRow.commit_user == commit_user,
+                CommitRow.identifier == identifier,
+                CommitRow.outcome == "committed",
+            )
         )
 
 
