@@ -120,9 +120,11 @@ def test_expiring_ten_thousand_snapshots_takes_bounded_batches_and_lets_a_commit
 
     def commit_many(worker: int, count: int) -> None:
         for i in range(count):
-            # Only the snapshots matter here, so these files exist in the metadata alone; the overwrite
-            # below replaces them before anything reads the table.
+            # Only the snapshots matter here: each file is ten bytes, not Parquet (the commit checks only
+            # that it is there, of its size); the overwrite below replaces them before anything reads.
             meta = {"fileName": f"data-{uuid.uuid4()}-0.parquet", "fileSize": 10, "rowCount": 1}
+            (table.path / "bucket-0").mkdir(exist_ok=True)
+            (table.path / "bucket-0" / meta["fileName"]).write_bytes(b"0123456789")
             message = {"bucket": 0, "newFiles": [meta]}
             request = {"commitUser": f"w{worker}", "identifier": i, "messages": [message]}
             services.committer.commit(table.id, CommitRequest.model_validate(request))

@@ -416,7 +416,7 @@ class MaintenanceMachine(RuleBasedStateMachine):
 
     @invariant()
     def storage_holds_exactly_the_referenced_files(self) -> None:
-        location = self.table.location
+        location = self.table.path
         data_files = {p.relative_to(location).as_posix() for p in location.rglob("*.parquet")}
         roots = [*self.retained(), *self.tags.values()]
         assert data_files == set().union(*(self.states[i].keys() for i in roots))

@@ -176,7 +176,7 @@ def test_a_table_recreated_on_one_replica_is_committed_to_in_its_new_shape_on_an
     assert new.status_code == 201, new.text
     assert [s["id"] for s in new.json()["snapshots"]] == [1]
 
-    new_file = next(iter((by_region.location / "region=ap" / "bucket-0").iterdir())).name
+    new_file = next(iter((by_region.path / "region=ap" / "bucket-0").iterdir())).name
     assert live_file_names(a) == live_file_names(b) == [new_file]
     assert pypaimon_rows(warehouse, TABLE) == sorted_rows(new_rows)
     described = b.http.get(f"/tables/{TABLE}").json()

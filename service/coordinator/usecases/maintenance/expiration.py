@@ -52,9 +52,10 @@ class Expiration:
     def __init__(self, actions: TableActions, committer: Committer) -> None:
         self._actions = actions
         self._committer = committer
-        self._earliest: dict[str, tuple[int, int]] = {}
-        """Per table, the earliest snapshot's id and commit time as last seen: the cheap test that
-        spares a commit any storage access when nothing can expire."""
+        self._earliest: dict[tuple[str, str], tuple[int, int]] = {}
+        """Per table (id and uuid: a table dropped and created again by another replica is another
+        table), the earliest snapshot's id and commit time as last seen: the cheap test that spares a
+        commit any storage access when nothing can expire."""
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="expire")
         self._scheduled: set[str] = set()
         self._running: dict[str, int] = {}
@@ -66,7 +67,8 @@ class Expiration:
 
     def forget(self, table_id: str) -> None:
         """Drop what this process knows of the table's earliest snapshot (a rollback changed it)."""
-        self._earliest.pop(table_id, None)
+        for key in [k for k in list(self._earliest) if k[0] == table_id]:
+            self._earliest.pop(key, None)
 
     def expire(self, table_id: str, *, actor: str) -> ExpireResponse:
         """Expire what the table's retention allows, one lock hold per `snapshot.expire.limit` snapshots.
@@ -125,12 +127,15 @@ class Expiration:
             self._actions.metrics.post_commit_failures.labels("retention").inc()
 
     def _may_expire(self, table: Table, retention: Retention, latest: int) -> bool:
-        known = self._earliest.get(table.id)
+        known = self._earliest.get((table.id, table.uuid))
         if known is None:
             earliest = self._actions.earliest_id(table)
             if earliest is None:
                 return False
-            known = self._earliest[table.id] = (earliest, self._actions.snapshot(table, earliest).time_millis)
+            known = self._earliest[(table.id, table.uuid)] = (
+                earliest,
+                self._actions.snapshot(table, earliest).time_millis,
+            )
         earliest, earliest_time = known
         count = latest - earliest + 1
         if count <= retention.retained_min:
@@ -193,7 +198,7 @@ class Expiration:
             now_millis=actions.clock.millis(),
         )
         if end <= earliest:
-            self._earliest[table.id] = (earliest, snapshot(earliest).time_millis)
+            self._earliest[(table.id, table.uuid)] = (earliest, snapshot(earliest).time_millis)
             return _Batch(0, Deleted(), expired_consumers)
         files = actions.files(table)
         tags = actions.tags(table).values()
@@ -229,7 +234,7 @@ class Expiration:
         }
         with actions.recorded(hold, table, actor=actor, action="expire", details=details) as conn:
             repo.delete_snapshots(conn, table.id, below=end)
-        self._earliest[table.id] = (end, kept.time_millis)
+        self._earliest[(table.id, table.uuid)] = (end, kept.time_millis)
         return _Batch(len(expired), deleted, expired_consumers, len(expired) == retention.expire_limit)
 
     def _let_commits_through(self, table_id: str) -> None:
