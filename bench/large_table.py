@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,10 +178,11 @@ class Job:
         return seconds, answer
 
     def _named_after_templates(self, count: int, partitions: list[str]) -> list[dict[str, Any]]:
-        """On an object store: one real file per partition, uploaded once; the other messages name new
-        files with its metadata, objects that are never uploaded (a commit never opens a data file, and
-        200,000 uploads would make the run about uploads). Readers only count them from the plan."""
+        """On an object store: one real file per partition, uploaded once; the others are server-side
+        copies of it (the coordinator checks every committed file is there, of its size; 200,000 uploads
+        would make the run about uploads). Readers only count them from the plan."""
         messages = []
+        copies = []
         for k in range(count):
             dt = partitions[k % len(partitions)]
             template = self._templates.get(dt)
@@ -189,7 +191,13 @@ class Job:
                 meta = template
             else:
                 meta = {**template, "fileName": f"data-{uuid.uuid4()}-0.parquet"}
+                folder = self.table.location / self.table.partition_dir({"dt": dt}) / "bucket-0"
+                copies.append((f"{folder}/{template['fileName']}", f"{folder}/{meta['fileName']}"))
             messages.append({"partition": {"dt": dt}, "bucket": 0, "newFiles": [meta]})
+        filesystem = self.table.filesystem
+        assert filesystem is not None
+        with ThreadPoolExecutor(32) as pool:
+            list(pool.map(lambda pair: filesystem.copy_file(*pair), copies))
         return messages
 
     def one_file_commit(self) -> tuple[float, dict[str, Any]]:

@@ -2,8 +2,10 @@
 
 A snapshot naming a file that is not there makes the whole table unreadable for every engine, and a
 writer that put its files on the wrong filesystem finds out only then. One HEAD (or stat) per file
-catches both. The checks run concurrently, a bounded number at a time, before the table lock is taken,
-so a 10,000-file commit costs the lock nothing and the object store sees no burst beyond the bound.
+catches both. The checks run before the table lock is taken, so they cost the lock nothing. On an
+object store they run concurrently, a bounded number at a time (latency hidden, no burst beyond the
+bound); on local disk a stat takes microseconds and a thread hop costs more, so they run in turn
+(10,000 files: about 0.03 s in turn, 0.17 s through the pool, measured here).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from coordinator.domain.committable import ResolvedCommittable
 from coordinator.errors import DataFileMissing
-from coordinator.storage.fileio import FileIO
+from coordinator.storage.fileio import FileIO, LocalFileIO
 from coordinator.usecases.tables import Table
 from coordinator_client.format.manifest_model import FileKind
 from coordinator_client.format.partition_path import bucket_dir
@@ -24,6 +26,7 @@ CONCURRENT_CHECKS = 32
 class FileChecks:
     def __init__(self, fileio: FileIO) -> None:
         self._fileio = fileio
+        self._in_turn = isinstance(fileio, LocalFileIO)
         self._pool = ThreadPoolExecutor(CONCURRENT_CHECKS, thread_name_prefix="file-check")
 
     def verify(self, table: Table, resolved: ResolvedCommittable) -> None:
@@ -64,8 +67,8 @@ class FileChecks:
         raise DataFileMissing(f"{problem}{others}; nothing was committed", field="messages")
 
     def _sizes(self, paths: list[str]) -> list[int | None]:
-        if len(paths) == 1:
-            return [self._fileio.size(paths[0])]  # no thread hop for the common one-file commit
+        if self._in_turn or len(paths) == 1:  # no thread hop for the common one-file commit either
+            return [self._fileio.size(p) for p in paths]
         return list(self._pool.map(self._fileio.size, paths))
 
     def close(self) -> None:
