@@ -33,30 +33,36 @@ class CommitEvents:
         conflict: ConflictModel | None = None,
         error: str | None = None,
     ) -> None:
-        metrics = self._metrics
-        """Log and count one answer; `resolved` is None when the request never got that far (invalid)."""
-        kind = resolved.kind.value if resolved is not None else "UNRESOLVED"
-        metrics.commits.labels(outcome, kind).inc()
-        fields: dict[str, Any] = {
-            "table": table_id,
-            "commitUser": who[0],
-            "identifier": who[1],
-            "outcome": outcome,
-        }
-        if response is not None:
-            fields["snapshotIds"] = [s.id for s in response.snapshots]
-            if outcome == "deduplicated":
-                metrics.dedup_hits.inc()
-            else:
-                fields["timings"] = response.timings
-                fields["groupSize"] = response.group_size
-                for phase, ms in response.timings.items():
-                    metrics.phase_seconds.labels(phase).observe(ms / 1000)
-        if conflict is not None:
-            metrics.conflicts.labels(conflict.type).inc()
-            fields["conflictType"] = conflict.type
-            fields["conflict"] = conflict.message
-        if error is not None:
-            fields["error"] = error
-        level = logging.INFO if outcome in ("committed", "deduplicated") else logging.WARNING
-        log.log(level, "commit %s", outcome, extra=fields)
+        """Log and count one answer; `resolved` is None when the request never got that far (invalid).
+
+        Never raises: the answer stands whether or not it could be logged."""
+        try:
+            metrics = self._metrics
+            kind = resolved.kind.value if resolved is not None else "UNRESOLVED"
+            metrics.commits.labels(outcome, kind).inc()
+            fields: dict[str, Any] = {
+                "table": table_id,
+                "commitUser": who[0],
+                "identifier": who[1],
+                "outcome": outcome,
+            }
+            if response is not None:
+                fields["snapshotIds"] = [s.id for s in response.snapshots]
+                if outcome == "deduplicated":
+                    metrics.dedup_hits.inc()
+                else:
+                    fields["timings"] = response.timings
+                    fields["groupSize"] = response.group_size
+                    for phase, ms in response.timings.items():
+                        metrics.phase_seconds.labels(phase).observe(ms / 1000)
+            if conflict is not None:
+                metrics.conflicts.labels(conflict.type).inc()
+                fields["conflictType"] = conflict.type
+                fields["conflict"] = conflict.message
+            if error is not None:
+                fields["error"] = error
+            level = logging.INFO if outcome in ("committed", "deduplicated") else logging.WARNING
+            log.log(level, "commit %s", outcome, extra=fields)
+        except Exception:
+            log.exception("logging the answer to a commit to %s failed; the answer stands", table_id)
+            self._metrics.post_commit_failures.labels("commit-log").inc()

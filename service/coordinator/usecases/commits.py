@@ -57,7 +57,7 @@ from coordinator.usecases.snapshot_writer import write_snapshots
 from coordinator.usecases.table_hold import Hold, TableHolds
 from coordinator.usecases.table_state import TableState, TableStates
 from coordinator.usecases.tables import Table, Tables, version_of
-from coordinator_client.models import CommitRequest, CommitResponse, ConflictModel, InFlightCommitModel
+from coordinator_client.models import CommitRequest, CommitResponse, InFlightCommitModel
 
 MAX_GROUP = 32
 """At most this many queued committables are committed in one lock hold."""
@@ -133,21 +133,21 @@ class Committer:
             resolved = resolve_committable(request, table.shape, now_millis=self._clock.local_millis())
             response = self._commit(table, request, resolved, idempotency_key, started)
         except CommitConflict as rejected:
-            self._log_answer(table_id, who, resolved, "rejected", conflict=rejected.conflict)
+            self._events.answered(table_id, who, resolved, "rejected", conflict=rejected.conflict)
             raise
         except LockUnavailable as busy:
-            self._log_answer(table_id, who, resolved, "lock_unavailable", error=busy.message)
+            self._events.answered(table_id, who, resolved, "lock_unavailable", error=busy.message)
             raise
         except (InvalidRequest, TableNotFound, DataFileMissing) as invalid:
-            self._log_answer(table_id, who, resolved, "invalid", error=invalid.message)
+            self._events.answered(table_id, who, resolved, "invalid", error=invalid.message)
             raise
         except Exception as error:
-            self._log_answer(table_id, who, resolved, "failed", error=repr(error))
+            self._events.answered(table_id, who, resolved, "failed", error=repr(error))
             raise
         # The commit stands (recorded at the commit point, published): from here on nothing may turn
         # its answer into an error, or the writer would take a standing commit for a failed one.
         outcome: Outcome = "deduplicated" if response.deduplicated else "committed"
-        self._log_answer(table_id, who, resolved, outcome, response=response)
+        self._events.answered(table_id, who, resolved, outcome, response=response)
         hook = self._after_commit
         if response.snapshots and not response.deduplicated and hook is not None:
             try:
@@ -160,25 +160,6 @@ class Committer:
         """Log (with the exception being handled) and count a failure of work after a commit stood."""
         log.exception("%s after a commit to %s failed; the commit stands", step, table_id)
         self._metrics.post_commit_failures.labels(step).inc()
-
-    def _log_answer(
-        self,
-        table_id: str,
-        who: tuple[str, int],
-        resolved: ResolvedCommittable | None,
-        outcome: Outcome,
-        *,
-        response: CommitResponse | None = None,
-        conflict: ConflictModel | None = None,
-        error: str | None = None,
-    ) -> None:
-        """Log and count the answer; a failure to do so must not change the answer itself."""
-        try:
-            self._events.answered(
-                table_id, who, resolved, outcome, response=response, conflict=conflict, error=error
-            )
-        except Exception:
-            self.post_commit_failed("commit-log", table_id)
 
     def in_flight(self) -> list[InFlightCommitModel]:
         """The commits this instance is working on, oldest first, with the phase each is in."""
