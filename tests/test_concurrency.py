@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,60 +11,32 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from coordinator_client import CommitResponse, CoordinatorClient
-from tests.conftest import OWNED_TABLES, free_port, wait_healthy
+from tests.conftest import OWNED_TABLES
 from tests.paimon_files import PaimonTable, pypaimon_rows
+from tests.served import ServedCoordinator
 
 WRITERS = 8
 COMMITS = 25
 
 
-class ServiceProcess:
-    """`coordinator serve` in its own OS process."""
-
-    def __init__(self, database_url: str, warehouse: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = {**os.environ, "COORDINATOR_LOCK_ACQUIRE_TIMEOUT_SECONDS": "60"}
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "coordinator.cli",
-                "serve",
-                "--database-url",
-                database_url,
-                "--warehouse",
-                str(warehouse),
-                "--port",
-                str(self.port),
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-
-    def wait_ready(self) -> None:
-        wait_healthy(self.url, self.process)
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
 @pytest.fixture
-def two_services(pg_url: str, warehouse: Path) -> Iterator[list[ServiceProcess]]:
+def two_services(pg_url: str, warehouse: Path, tmp_path: Path) -> Iterator[list[ServedCoordinator]]:
     engine = create_engine(pg_url)
     with engine.begin() as conn:
         conn.execute(text(f"TRUNCATE {', '.join(OWNED_TABLES)} RESTART IDENTITY CASCADE"))
     engine.dispose()
-    services = [ServiceProcess(pg_url, warehouse) for _ in range(2)]
+    services = [
+        ServedCoordinator(
+            pg_url,
+            warehouse,
+            tmp_path / f"coordinator-{i}.log",
+            COORDINATOR_LOCK_ACQUIRE_TIMEOUT_SECONDS="60",
+        )
+        for i in range(2)
+    ]
     try:
         for service in services:
-            service.wait_ready()
+            service.wait_healthy()
         yield services
     finally:
         for service in services:
@@ -75,7 +44,7 @@ def two_services(pg_url: str, warehouse: Path) -> Iterator[list[ServiceProcess]]
 
 
 @pytest.mark.slow
-def test_two_processes_eight_writers(two_services: list[ServiceProcess], warehouse: Path) -> None:
+def test_two_processes_eight_writers(two_services: list[ServedCoordinator], warehouse: Path) -> None:
     first = two_services[0]
     created = httpx.post(
         f"{first.url}/tables",

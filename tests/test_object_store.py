@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 import uuid
 from pathlib import Path
@@ -16,10 +13,10 @@ from fastapi.testclient import TestClient
 
 from coordinator.settings import Settings
 from coordinator_client import CoordinatorClient
-from tests.conftest import LiveServer, free_port, wait_healthy
+from tests.conftest import LiveServer
 from tests.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows, tree_digest
-from tests.processes import stop_process
 from tests.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
+from tests.served import ServedCoordinator
 
 STORES = ("local", "s3")
 
@@ -96,25 +93,11 @@ def test_the_warehouse_secret_is_never_logged_or_answered(
     if store != "s3":
         return  # a local folder holds no credentials
     secret_uri = warehouse_location.replace("s3://", f"s3://{ACCESS_KEY}:{SECRET_KEY}@") + "?region=us-east-1"
-    port = free_port()
-    env = {**os.environ, "COORDINATOR_DATABASE_URL": database_url, "COORDINATOR_WAREHOUSE": secret_uri}
-    log = tmp_path / "coordinator.log"
-    with (
-        log.open("w") as sink,
-        subprocess.Popen(
-            [sys.executable, "-m", "coordinator.cli", "serve", "--port", str(port)], stderr=sink, env=env
-        ) as process,
-    ):
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_healthy(url, process)
-            with httpx.Client(base_url=url, timeout=60) as http:
-                table = create_table(http, "db", "t", FIELDS)
-                answers = [http.get(p).text for p in ("/health", f"/tables/{table.id}", "/openapi.json")]
-        finally:
-            stop_process(process)
+    with ServedCoordinator(database_url, secret_uri, tmp_path / "coordinator.log") as served:
+        table = create_table(served.http, "db", "t", FIELDS)
+        answers = [served.http.get(p).text for p in ("/health", f"/tables/{table.id}", "/openapi.json")]
     assert warehouse_location in answers[0]  # the place is shown, the credentials are not
-    for text in (*answers, log.read_text()):
+    for text in (*answers, served.log.read_text()):
         assert SECRET_KEY not in text
         assert f"{ACCESS_KEY}:" not in text
 

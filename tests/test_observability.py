@@ -6,9 +6,6 @@ and outcome of each commit.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -20,8 +17,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from coordinator_client import Conflict, CoordinatorClient
-from tests.conftest import free_port, wait_healthy
 from tests.paimon_files import PaimonTable, create_table
+from tests.served import ServedCoordinator
 
 DT = "2024-01-01"
 
@@ -130,22 +127,8 @@ def _identifiers(query: str) -> set[str]:
 @pytest.fixture
 def served(database_url: str, warehouse: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """`coordinator serve` in its own process, its log going to a file."""
-    port = free_port()
-    log = tmp_path / "coordinator.log"
-    env = {**os.environ, "COORDINATOR_DATABASE_URL": database_url, "COORDINATOR_WAREHOUSE": str(warehouse)}
-    with (
-        log.open("w") as sink,
-        subprocess.Popen(
-            [sys.executable, "-m", "coordinator.cli", "serve", "--port", str(port)], stderr=sink, env=env
-        ) as process,
-    ):
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_healthy(url, process)
-            yield url, log
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
+    with ServedCoordinator(database_url, warehouse, tmp_path / "coordinator.log") as server:
+        yield server.url, server.log
 
 
 def _log_lines(log: Path) -> list[dict[str, Any]]:

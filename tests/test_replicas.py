@@ -8,9 +8,6 @@ commit can be stalled at a chosen step (tests/pause.py) while another replica ch
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -29,13 +26,13 @@ from coordinator.settings import Settings
 from coordinator.usecases import commit_records
 from coordinator.usecases.commits import Committer
 from coordinator_client.models import CommitRequest
-from tests.conftest import PG_SERVER, free_port, wait_healthy
+from tests.conftest import PG_SERVER
 from tests.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows
 from tests.pause import PausedCall
+from tests.served import ServedCoordinator
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
-COORDINATOR = Path(sys.executable).parent / "coordinator"
 """The `coordinator` command of the venv running the tests."""
 
 REPLICA_ENV = {"COORDINATOR_LOCK_ACQUIRE_TIMEOUT_SECONDS": "60", "COORDINATOR_LOG_FORMAT": "text"}
@@ -59,59 +56,15 @@ def empty_pg() -> Iterator[str]:
         admin.dispose()
 
 
-class Replica:
-    """`coordinator serve` in a process of its own (migrating at start, as a deployment does)."""
-
-    def __init__(self, database_url: str, warehouse: Path, log: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = log
-        self._log = log.open("wb")
-        self.process = subprocess.Popen(
-            [
-                str(COORDINATOR),
-                "serve",
-                "--database-url",
-                database_url,
-                "--warehouse",
-                str(warehouse),
-                "--port",
-                str(self.port),
-            ],
-            env={
-                **os.environ,
-                "COORDINATOR_LOCK_ACQUIRE_TIMEOUT_SECONDS": "60",
-                "COORDINATOR_LOG_FORMAT": "text",
-            },
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-        self.http = httpx.Client(base_url=self.url, timeout=60)
-
-    def wait_healthy(self) -> None:
-        try:
-            wait_healthy(self.url, self.process)
-        except (AssertionError, TimeoutError) as error:
-            raise AssertionError(f"{error}; its log:\n{self.log.read_text()[-4000:]}") from None
-
-    def stop(self) -> None:
-        self.http.close()
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self._log.close()
-
-
 @pytest.fixture
 def start_replica(empty_pg: str, warehouse: Path, tmp_path: Path) -> Iterator[Any]:
     """Starts replicas on the test's database and warehouse (not waiting for them); stops them at the end."""
-    started: list[Replica] = []
+    started: list[ServedCoordinator] = []
 
-    def start() -> Replica:
-        replica = Replica(empty_pg, warehouse, tmp_path / f"replica-{len(started)}.log")
+    def start() -> ServedCoordinator:
+        replica = ServedCoordinator(
+            empty_pg, warehouse, tmp_path / f"replica-{len(started)}.log", **REPLICA_ENV
+        )
         started.append(replica)
         return replica
 
@@ -120,7 +73,7 @@ def start_replica(empty_pg: str, warehouse: Path, tmp_path: Path) -> Iterator[An
         replica.stop()
 
 
-def two_replicas(start_replica: Any) -> tuple[Replica, Replica]:
+def two_replicas(start_replica: Any) -> tuple[ServedCoordinator, ServedCoordinator]:
     a = start_replica()
     a.wait_healthy()  # migrates the empty database
     b = start_replica()
@@ -141,17 +94,17 @@ def commit_body(table: PaimonTable, rows: list[dict[str, Any]]) -> dict[str, Any
     }
 
 
-def post_commit(replica: Replica, table: PaimonTable, rows: list[dict[str, Any]]) -> httpx.Response:
+def post_commit(replica: ServedCoordinator, table: PaimonTable, rows: list[dict[str, Any]]) -> httpx.Response:
     return replica.http.post(f"/tables/{table.id}/commits", json=commit_body(table, rows))
 
 
-def live_file_names(replica: Replica) -> list[str]:
+def live_file_names(replica: ServedCoordinator) -> list[str]:
     response = replica.http.get(f"/tables/{TABLE}/files")
     assert response.status_code == 200, response.text
     return sorted(f["fileName"] for f in response.json()["files"])
 
 
-def recreate_by_region(a: Replica) -> PaimonTable:
+def recreate_by_region(a: ServedCoordinator) -> PaimonTable:
     """Drop the table on replica A and create it again there, partitioned by region instead of dt."""
     assert a.http.delete(f"/tables/{TABLE}", params={"purge": "true"}).status_code == 204
     return create_events(a.http, "region")
@@ -237,7 +190,9 @@ def test_replicas_started_together_on_an_empty_database_migrate_it_once(
 
 
 @pytest.fixture
-def local_replica(empty_pg: str, warehouse: Path, start_replica: Any) -> Iterator[tuple[Replica, Services]]:
+def local_replica(
+    empty_pg: str, warehouse: Path, start_replica: Any
+) -> Iterator[tuple[ServedCoordinator, Services]]:
     """Replica A in a process of its own (it migrates the database), replica B's use cases in this one."""
     a = start_replica()
     a.wait_healthy()
@@ -262,7 +217,7 @@ def stalled_commit(services: Services, table: PaimonTable, rows: list[dict[str, 
 
 
 def test_a_commit_waiting_for_the_lock_while_the_table_is_recreated_is_judged_by_the_new_table(
-    local_replica: tuple[Replica, Services], warehouse: Path
+    local_replica: tuple[ServedCoordinator, Services], warehouse: Path
 ) -> None:
     a, b = local_replica
     by_dt = create_events(a.http, "dt")
@@ -281,7 +236,7 @@ def test_a_commit_waiting_for_the_lock_while_the_table_is_recreated_is_judged_by
 
 
 def test_a_table_recreated_just_before_the_commit_point_gets_nothing_of_the_old_one(
-    local_replica: tuple[Replica, Services], warehouse: Path
+    local_replica: tuple[ServedCoordinator, Services], warehouse: Path
 ) -> None:
     a, b = local_replica
     by_dt = create_events(a.http, "dt")
