@@ -283,3 +283,57 @@ def commit(
     assert response.status_code == 201, response.text
     snapshots: list[dict[str, Any]] = response.json()["snapshots"]
     return snapshots
+
+
+# Store-neutral looks at storage: a local path or an S3 URI, through the same pyarrow filesystem the
+# writers above use, so a test inspects a table the same way on either store.
+
+
+def file_exists(location: str) -> bool:
+    """Whether a file is at `location`."""
+    fs, path = filesystem(location)
+    return bool(fs.get_file_info(path).type == pafs.FileType.File)
+
+
+def read_bytes(location: str) -> bytes:
+    fs, path = filesystem(location)
+    with fs.open_input_stream(path) as f:
+        data: bytes = f.read()
+        return data
+
+
+def read_text(location: str) -> str:
+    return read_bytes(location).decode()
+
+
+def write_bytes(location: str, data: bytes) -> None:
+    """Write (or replace) the file at `location`, making its folder on local disk."""
+    fs, path = filesystem(location)
+    if isinstance(fs, pafs.LocalFileSystem):
+        fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    with fs.open_output_stream(path) as f:
+        f.write(data)
+
+
+def delete_file(location: str) -> None:
+    fs, path = filesystem(location)
+    fs.delete_file(path)
+
+
+def file_names(folder: str) -> list[str]:
+    """The sorted names of the files directly in `folder` (none when it does not exist)."""
+    fs, path = filesystem(folder)
+    infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    return sorted(i.base_name for i in infos if i.type == pafs.FileType.File)
+
+
+def tree_times(root: str) -> dict[str, float]:
+    """Every file under `root` (relative path) and its modification time; an S3 store keeps the time an
+    object was written, so this shows a file was not rewritten as well as that it is there."""
+    fs, path = filesystem(root)
+    infos = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+    return {
+        i.path[len(path) :].lstrip("/"): i.mtime.timestamp() if i.mtime is not None else 0.0
+        for i in infos
+        if i.type == pafs.FileType.File
+    }
