@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
@@ -337,3 +338,23 @@ def tree_times(root: str) -> dict[str, float]:
         for i in infos
         if i.type == pafs.FileType.File
     }
+
+
+S3_OLD_S = 3.0
+"""On S3, the age that tells the files made old by `make_old` from files written after it."""
+
+
+def make_old(locations: Iterable[str], seconds: float) -> float | None:
+    """Make the files at `locations` older than any written after this call, for what ages files (orphan
+    cleanup, idle consumers). On local disk their modification time is set `seconds` back and None is
+    returned. An S3 object keeps the time it was written (to the second, on SeaweedFS) and no client can
+    set it back, so on S3 this waits instead, and returns the age (S3_OLD_S) that separates the files
+    written before the call from those written less than S3_OLD_S - 1 seconds after it."""
+    located = [filesystem(location) for location in locations]
+    if all(isinstance(fs, pafs.LocalFileSystem) for fs, _ in located):
+        then = time.time() - seconds
+        for _, path in located:
+            os.utime(path, (then, then))
+        return None
+    time.sleep(S3_OLD_S + 0.5)
+    return S3_OLD_S
