@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
@@ -283,3 +284,77 @@ def commit(
     assert response.status_code == 201, response.text
     snapshots: list[dict[str, Any]] = response.json()["snapshots"]
     return snapshots
+
+
+# Store-neutral looks at storage: a local path or an S3 URI, through the same pyarrow filesystem the
+# writers above use, so a test inspects a table the same way on either store.
+
+
+def file_exists(location: str) -> bool:
+    """Whether a file is at `location`."""
+    fs, path = filesystem(location)
+    return bool(fs.get_file_info(path).type == pafs.FileType.File)
+
+
+def read_bytes(location: str) -> bytes:
+    fs, path = filesystem(location)
+    with fs.open_input_stream(path) as f:
+        data: bytes = f.read()
+        return data
+
+
+def read_text(location: str) -> str:
+    return read_bytes(location).decode()
+
+
+def write_bytes(location: str, data: bytes) -> None:
+    """Write (or replace) the file at `location`, making its folder on local disk."""
+    fs, path = filesystem(location)
+    if isinstance(fs, pafs.LocalFileSystem):
+        fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    with fs.open_output_stream(path) as f:
+        f.write(data)
+
+
+def delete_file(location: str) -> None:
+    fs, path = filesystem(location)
+    fs.delete_file(path)
+
+
+def file_names(folder: str) -> list[str]:
+    """The sorted names of the files directly in `folder` (none when it does not exist)."""
+    fs, path = filesystem(folder)
+    infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    return sorted(i.base_name for i in infos if i.type == pafs.FileType.File)
+
+
+def tree_times(root: str) -> dict[str, float]:
+    """Every file under `root` (relative path) and its modification time; an S3 store keeps the time an
+    object was written, so this shows a file was not rewritten as well as that it is there."""
+    fs, path = filesystem(root)
+    infos = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+    return {
+        i.path[len(path) :].lstrip("/"): i.mtime.timestamp() if i.mtime is not None else 0.0
+        for i in infos
+        if i.type == pafs.FileType.File
+    }
+
+
+S3_OLD_S = 3.0
+"""On S3, the age that tells the files made old by `make_old` from files written after it."""
+
+
+def make_old(locations: Iterable[str], seconds: float) -> float | None:
+    """Make the files at `locations` older than any written after this call, for what ages files (orphan
+    cleanup, idle consumers). On local disk their modification time is set `seconds` back and None is
+    returned. An S3 object keeps the time it was written (to the second, on SeaweedFS) and no client can
+    set it back, so on S3 this waits instead, and returns the age (S3_OLD_S) that separates the files
+    written before the call from those written less than S3_OLD_S - 1 seconds after it."""
+    located = [filesystem(location) for location in locations]
+    if all(isinstance(fs, pafs.LocalFileSystem) for fs, _ in located):
+        then = time.time() - seconds
+        for _, path in located:
+            os.utime(path, (then, then))
+        return None
+    time.sleep(S3_OLD_S + 0.5)
+    return S3_OLD_S

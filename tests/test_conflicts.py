@@ -1,4 +1,5 @@
-"""The conflict matrix, over HTTP, on both databases; a rejected commit leaves storage as it was."""
+"""The conflict matrix, over HTTP, on both databases and both stores; a rejected commit leaves storage as
+it was."""
 
 from __future__ import annotations
 
@@ -7,13 +8,23 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from coordinator.domain.committable import resolve_committable
 from coordinator.domain.table_schema import TableShape
 from coordinator.services import Services
 from coordinator_client.models import CommitRequest, CreateTableRequest, FieldSpec
-from tests.paimon_files import PaimonTable, deletion_of, pk_table, rows_in_bucket, tree_digest
+from tests.paimon_files import (
+    PaimonTable,
+    deletion_of,
+    file_names,
+    pk_table,
+    rows_in_bucket,
+    tree_digest,
+)
+
+STORES = ("local", "s3")
 
 
 def post(
@@ -139,12 +150,13 @@ def test_resend_is_deduplicated(api: TestClient) -> None:
     message = table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=0)])
     first = post(api, table, [message], user="stream-1", identifier=7)
     assert first.status_code == 201
-    snapshot_files = sorted((table.path / "snapshot").iterdir())
+    snapshot_files = tree_digest(f"{table.location}/snapshot")
+    assert file_names(f"{table.location}/snapshot") == ["LATEST", "snapshot-1"]
     again = post(api, table, [message], user="stream-1", identifier=7)
     assert again.status_code == 200
     assert again.json()["deduplicated"] is True
     assert again.json()["snapshots"] == first.json()["snapshots"]
-    assert sorted((table.path / "snapshot").iterdir()) == snapshot_files
+    assert tree_digest(f"{table.location}/snapshot") == snapshot_files
     outcome = api.get(f"/tables/{table.id}/commits/stream-1/7").json()
     assert outcome["status"] == "committed"
     assert outcome["snapshots"] == first.json()["snapshots"]
@@ -221,6 +233,7 @@ def test_history_records_every_phase(api: TestClient) -> None:
     assert all(v >= 0 for v in record["timings"].values())
 
 
+@pytest.mark.stores("local")  # a timing of the resolution in memory: the store adds nothing to it
 def test_validation_is_timed_and_inside_the_total(services: Services) -> None:
     """Resolving the committable against the schema is the validate phase, counted in the total."""
     table = services.tables.create(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,11 +25,16 @@ from tests.paimon_files import (
     PaimonTable,
     create_table,
     deletion_of,
+    file_exists,
+    file_names,
     pk_table,
     pypaimon_rows,
+    read_text,
     rows_in_bucket,
     sorted_rows,
 )
+
+STORES = ("local", "s3")
 
 QUEUE_DEADLINE_S = 20.0
 
@@ -109,15 +113,15 @@ def lock_epoch(services: Services, table: PaimonTable) -> int:
 
 
 def snapshot_files(table: PaimonTable) -> list[str]:
-    return sorted(p.name for p in (table.path / "snapshot").glob("snapshot-*"))
+    return [n for n in file_names(f"{table.location}/snapshot") if n.startswith("snapshot-")]
 
 
 def manifest_files(table: PaimonTable) -> set[str]:
-    return {p.name for p in (table.path / "manifest").iterdir()}
+    return set(file_names(f"{table.location}/manifest"))
 
 
 def test_waiting_commits_share_one_lock_hold(
-    api: TestClient, held: tuple[Services, Any], warehouse: Path
+    api: TestClient, held: tuple[Services, Any], warehouse_location: str
 ) -> None:
     services, hold = held
     table = create_table(api, "db", "events", {"id": "BIGINT", "w": "STRING"})
@@ -133,8 +137,10 @@ def test_waiting_commits_share_one_lock_hold(
     assert {queued.response(f"w{n}").group_size for n in range(6)} == {6}
     assert lock_epoch(services, table) == outside.epoch + 1  # one acquisition for the six commits
     assert snapshot_files(table) == [f"snapshot-{i}" for i in range(1, 7)]
-    assert (table.path / "snapshot" / "LATEST").read_text() == "6"
-    assert pypaimon_rows(warehouse, table.id) == sorted_rows([{"id": n, "w": f"w{n}"} for n in range(6)])
+    assert read_text(f"{table.location}/snapshot/LATEST") == "6"
+    assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(
+        [{"id": n, "w": f"w{n}"} for n in range(6)]
+    )
     history = api.get(f"/tables/{table.id}/commits").json()["commits"]
     assert sorted(c["commitUser"] for c in history if c["outcome"] == "committed") == [
         f"writer-{n}" for n in range(6)
@@ -143,7 +149,7 @@ def test_waiting_commits_share_one_lock_hold(
 
 
 def test_a_conflict_rejects_only_its_own_commit_and_names_the_winner_from_the_group(
-    api: TestClient, held: tuple[Services, Any], warehouse: Path
+    api: TestClient, held: tuple[Services, Any], warehouse_location: str
 ) -> None:
     services, hold = held
     table = pk_table(api)
@@ -195,7 +201,7 @@ def test_a_conflict_rejects_only_its_own_commit_and_names_the_winner_from_the_gr
     latest = api.get(f"/tables/{table.id}/snapshots/latest").json()
     referenced = {latest["baseManifestList"], latest["deltaManifestList"]}
     assert referenced <= manifest_files(table) - manifests_before
-    assert pypaimon_rows(warehouse, table.id) == sorted_rows([*rows, other])
+    assert pypaimon_rows(warehouse_location, table.id) == sorted_rows([*rows, other])
     outcomes = {
         c["commitUser"]: c["outcome"] for c in api.get(f"/tables/{table.id}/commits").json()["commits"]
     }
@@ -208,7 +214,7 @@ def test_a_conflict_rejects_only_its_own_commit_and_names_the_winner_from_the_gr
 
 
 def test_a_commit_rejected_half_way_leaves_the_rest_of_the_group_on_a_rebuilt_state(
-    api: TestClient, held: tuple[Services, Any], warehouse: Path
+    api: TestClient, held: tuple[Services, Any], warehouse_location: str
 ) -> None:
     """Its APPEND snapshot was built before its COMPACT part conflicted: the in-memory state already
     held it, so the commits after it wait for the next group, built on what was really committed."""
@@ -245,7 +251,7 @@ def test_a_commit_rejected_half_way_leaves_the_rest_of_the_group_on_a_rebuilt_st
     assert [s.id for s in queued.response("after").snapshots] == [2]
     assert queued.response("after").group_size == 1  # decided by the next group
     assert snapshot_files(table) == ["snapshot-1", "snapshot-2"]
-    assert pypaimon_rows(warehouse, table.id) == sorted_rows(
+    assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(
         [{"id": 1, "w": "before"}, {"id": 3, "w": "after"}]
     )
 
@@ -280,5 +286,5 @@ def test_a_lock_busy_past_the_timeout_answers_every_waiting_commit(settings: Any
             queued.send(f"w{n}", append_body(table, f"writer-{n}", 1, {"id": n, "w": "x"}))
         queued.join()
         assert all(isinstance(queued.error(f"w{n}"), LockUnavailable) for n in range(3))
-        assert not (table.path / "snapshot" / "snapshot-1").exists()
+        assert not file_exists(f"{table.location}/snapshot/snapshot-1")
         services.locks.release(outside)

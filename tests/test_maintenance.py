@@ -15,7 +15,21 @@ from fastapi.testclient import TestClient
 
 from coordinator.services import Services
 from coordinator_client.models import CommitRequest
-from tests.paimon_files import PaimonTable, commit, create_table, pypaimon_rows, sorted_rows
+from tests.paimon_files import (
+    S3_OLD_S,
+    PaimonTable,
+    commit,
+    create_table,
+    file_exists,
+    file_names,
+    make_old,
+    pypaimon_rows,
+    sorted_rows,
+    tree_times,
+    write_bytes,
+)
+
+STORES = ("local", "s3")
 
 FIELDS = {"dt": "STRING", "id": "BIGINT", "v": "STRING"}
 EXPIRE_EVERYTHING_OLD = {"snapshot.num-retained.min": "1", "snapshot.time-retained": "1 ms"}
@@ -49,12 +63,7 @@ def expire(api: TestClient, table: PaimonTable) -> dict[str, Any]:
 
 def storage(table: PaimonTable) -> dict[str, float]:
     """Every file under the table with its modification time."""
-    out = {}
-    for folder, _, names in os.walk(table.path):
-        for name in names:
-            path = Path(folder, name)
-            out[str(path.relative_to(table.path))] = path.stat().st_mtime
-    return out
+    return tree_times(table.location)
 
 
 def data_files(table: PaimonTable) -> set[str]:
@@ -67,7 +76,7 @@ def history(api: TestClient, table: PaimonTable) -> list[dict[str, Any]]:
 
 
 def test_a_consumer_keeps_its_snapshots_until_it_advances_or_expires(
-    api: TestClient, warehouse: Path
+    api: TestClient, store: str, warehouse_location: str
 ) -> None:
     table = create_table(api, "maint", f"consumed_{uuid.uuid4().hex[:6]}", FIELDS)
     set_options(api, table, MANUAL)
@@ -86,7 +95,9 @@ def test_a_consumer_keeps_its_snapshots_until_it_advances_or_expires(
             expected[append(api, table, rows_of(10 * (round_ + 1) + i))] = list(everything)
         assert expire(api, table)["earliestSnapshotId"] == 5
         for snapshot_id in range(5, max(expected) + 1):
-            assert pypaimon_rows(warehouse, table.id, snapshot_id) == sorted_rows(expected[snapshot_id])
+            assert pypaimon_rows(warehouse_location, table.id, snapshot_id) == sorted_rows(
+                expected[snapshot_id]
+            )
     assert api.get(f"/tables/{table.id}/snapshots/4").status_code == 404
 
     latest = max(expected)
@@ -94,25 +105,25 @@ def test_a_consumer_keeps_its_snapshots_until_it_advances_or_expires(
     assert expire(api, table)["earliestSnapshotId"] == latest
 
     # Idle past consumer.expiration-time: the consumer goes, and protects nothing any more.
-    set_options(api, table, {"snapshot.num-retained.max": "1", "consumer.expiration-time": "1 h"})
+    idle_after = "1 h" if store == "local" else f"{S3_OLD_S:.0f} s"  # S3 ages files by waiting (make_old)
+    set_options(api, table, {"snapshot.num-retained.max": "1", "consumer.expiration-time": idle_after})
     everything += rows_of(99)
     newest = append(api, table, rows_of(99))
     assert expire(api, table)["earliestSnapshotId"] == latest  # the consumer, not yet idle, still holds
     assert [c["consumerId"] for c in api.get(f"/tables/{table.id}/consumers").json()["consumers"]] == [
         "orders-stream"
     ]
-    consumer_file = table.path / "consumer" / "consumer-orders-stream"
-    two_hours_ago = time.time() - 7200
-    os.utime(consumer_file, (two_hours_ago, two_hours_ago))
+    make_old([f"{table.location}/consumer/consumer-orders-stream"], 7200)
     result = expire(api, table)
     assert result["expiredConsumers"] == ["orders-stream"]
     assert result["earliestSnapshotId"] == newest
     assert api.get(f"/tables/{table.id}/consumers").json()["consumers"] == []
-    assert pypaimon_rows(warehouse, table.id) == sorted_rows(everything)
+    assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(everything)
 
 
 @pytest.mark.slow  # ten thousand snapshots are committed first
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+@pytest.mark.stores("local")  # the batching is the database's; ten thousand commits on S3 cost minutes
 def test_expiring_ten_thousand_snapshots_takes_bounded_batches_and_lets_a_commit_through(
     services: Services, api: TestClient, warehouse: Path
 ) -> None:
@@ -166,7 +177,9 @@ def test_expiring_ten_thousand_snapshots_takes_bounded_batches_and_lets_a_commit
     assert pypaimon_rows(warehouse, table.id) == [{"id": 1}, {"id": 2}]
 
 
-def test_rollback_to_a_tag_then_new_commits_continue_from_the_tag(api: TestClient, warehouse: Path) -> None:
+def test_rollback_to_a_tag_then_new_commits_continue_from_the_tag(
+    api: TestClient, warehouse_location: str
+) -> None:
     table = create_table(api, "maint", f"rolled_{uuid.uuid4().hex[:6]}", FIELDS, partitionKeys=["dt"])
     set_options(api, table, MANUAL)
     everything: list[dict[str, Any]] = []
@@ -198,46 +211,47 @@ def test_rollback_to_a_tag_then_new_commits_continue_from_the_tag(api: TestClien
 
     new_rows = [{"dt": "2026-11-22", "id": 1000, "v": "after rollback"}]
     assert append(api, table, new_rows) == 4
-    assert pypaimon_rows(warehouse, table.id) == sorted_rows(tagged + new_rows)
-    assert pypaimon_rows(warehouse, table.id, 3) == sorted_rows(tagged)
+    assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(tagged + new_rows)
+    assert pypaimon_rows(warehouse_location, table.id, 3) == sorted_rows(tagged)
     rollback = next(c for c in history(api, table) if c["action"] == "rollback")
     assert rollback["details"]["to"] == {"snapshotId": 3, "tag": "release-1"}
     assert rollback["details"]["deleted"]["dataFiles"] == 1  # the overwrite's file
 
 
 def test_orphan_cleanup_lists_then_deletes_old_unreferenced_files_only(
-    api: TestClient, warehouse: Path
+    api: TestClient, warehouse_location: str
 ) -> None:
     table = create_table(api, "maint", f"orphans_{uuid.uuid4().hex[:6]}", FIELDS)
     append(api, table, rows_of(1))
     committed = storage(table)
-    two_days_ago = time.time() - 2 * 86_400
-    old_orphan = table.path / "bucket-0" / "data-failed-job-0.parquet"
-    old_orphan.write_bytes(b"left by a failed job")
-    os.utime(old_orphan, (two_days_ago, two_days_ago))
-    young_orphan = table.path / "bucket-0" / "data-running-job-0.parquet"
-    young_orphan.write_bytes(b"a job still writing")
-    for path in committed:  # referenced files are never orphans, however old
-        os.utime(table.path / path, (two_days_ago, two_days_ago))
+    old_orphan = f"{table.location}/bucket-0/data-failed-job-0.parquet"
+    write_bytes(old_orphan, b"left by a failed job")
+    # Referenced files are never orphans, however old.
+    s3_age = make_old([old_orphan, *(f"{table.location}/{path}" for path in committed)], 2 * 86_400)
+    young_orphan = f"{table.location}/bucket-0/data-running-job-0.parquet"
+    write_bytes(young_orphan, b"a job still writing")
 
-    dry = api.post(f"/tables/{table.id}/orphans/clean", json={"dryRun": True})
+    # Local files are two days old: the default threshold (a day) finds them, as one of an hour does.
+    dry_threshold = {} if s3_age is None else {"olderThanSeconds": s3_age}
+    dry = api.post(f"/tables/{table.id}/orphans/clean", json={"dryRun": True, **dry_threshold})
     assert dry.status_code == 200, dry.text
     assert dry.json() == {"dryRun": True, "files": ["bucket-0/data-failed-job-0.parquet"]}
-    assert old_orphan.exists()
+    assert file_exists(old_orphan)
 
-    done = api.post(f"/tables/{table.id}/orphans/clean", json={"olderThanSeconds": 3600})
+    threshold = 3600 if s3_age is None else s3_age
+    done = api.post(f"/tables/{table.id}/orphans/clean", json={"olderThanSeconds": threshold})
     assert done.json()["files"] == ["bucket-0/data-failed-job-0.parquet"]
-    assert not old_orphan.exists()
-    assert young_orphan.exists()
+    assert not file_exists(old_orphan)
+    assert file_exists(young_orphan)
     assert set(storage(table)) == set(committed) | {"bucket-0/data-running-job-0.parquet"}
-    assert pypaimon_rows(warehouse, table.id) == sorted_rows(rows_of(1))
+    assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(rows_of(1))
     record = history(api, table)[0]
     assert record["action"] == "clean-orphans"
     assert record["details"]["files"] == done.json()["files"]
 
 
 def test_option_changes_write_a_schema_version_and_expire_after_each_commit(
-    api: TestClient, warehouse: Path
+    api: TestClient, warehouse_location: str
 ) -> None:
     table = create_table(api, "maint", f"auto_{uuid.uuid4().hex[:6]}", FIELDS)
     response = api.patch(
@@ -248,14 +262,14 @@ def test_option_changes_write_a_schema_version_and_expire_after_each_commit(
     assert response.status_code == 200, response.text
     assert response.json()["schema"]["id"] == 1
     assert response.json()["schema"]["options"]["snapshot.num-retained.max"] == "2"
-    assert (table.path / "schema" / "schema-1").exists()
+    assert file_exists(f"{table.location}/schema/schema-1")
     everything = []
     for i in range(1, 6):
         everything += rows_of(i)
         latest = append(api, table, rows_of(i))
-        names = sorted(n for n in os.listdir(table.path / "snapshot") if n.startswith("snapshot-"))
+        names = sorted(n for n in file_names(f"{table.location}/snapshot") if n.startswith("snapshot-"))
         assert names == sorted(f"snapshot-{s}" for s in range(max(1, latest - 1), latest + 1))
-    assert pypaimon_rows(warehouse, table.id) == sorted_rows(everything)
+    assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(everything)
     actions = [(c["commitUser"], c["action"]) for c in history(api, table) if c["outcome"] == "done"]
     assert ("alice", "set-options") in actions
     assert ("auto-expire", "expire") in actions
@@ -265,12 +279,14 @@ def test_option_changes_write_a_schema_version_and_expire_after_each_commit(
         everything += rows_of(i)
         latest = append(api, table, rows_of(i))
     deadline = time.monotonic() + 10
-    while (table.path / "snapshot" / f"snapshot-{latest - 2}").exists() and time.monotonic() < deadline:
+    expired = f"{table.location}/snapshot/snapshot-{latest - 2}"
+    while file_exists(expired) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert not (table.path / "snapshot" / f"snapshot-{latest - 2}").exists()
-    assert pypaimon_rows(warehouse, table.id) == sorted_rows(everything)
+    assert not file_exists(expired)
+    assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(everything)
 
 
+@pytest.mark.stores("local")  # refused before storage is touched; the S3 variants would only add time
 @pytest.mark.parametrize(
     ("method", "path", "body", "status", "field"),
     [

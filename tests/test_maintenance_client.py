@@ -1,7 +1,8 @@
 """The client's maintenance API and the `coordinator-client` command, against a real server.
 
-Every call goes over HTTP to uvicorn (the `live_server` fixture) on SQLite and PostgreSQL; what the service
-did is checked on storage, in the history and through pypaimon, not only in the answers.
+Every call goes over HTTP to uvicorn (the `live_server` fixture) on SQLite and PostgreSQL, and the calls
+that change storage also on S3; what the service did is checked on storage, in the history and through
+pypaimon, not only in the answers.
 """
 
 from __future__ import annotations
@@ -29,7 +30,17 @@ from coordinator_client import (
 )
 from coordinator_client.cli import main
 from tests.conftest import LiveServer
-from tests.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows
+from tests.paimon_files import (
+    PaimonTable,
+    create_table,
+    file_exists,
+    file_names,
+    make_old,
+    pypaimon_rows,
+    read_text,
+    sorted_rows,
+    write_bytes,
+)
 
 DT = "2024-01-01"
 USER = "ops-alice"
@@ -64,7 +75,7 @@ def _append(client: CoordinatorClient, table: PaimonTable, rows: list[dict[str, 
 
 
 def _data_files(table: PaimonTable) -> set[str]:
-    return {p.name for p in (table.path / f"dt={DT}" / "bucket-0").iterdir()}
+    return set(file_names(f"{table.location}/dt={DT}/bucket-0"))
 
 
 def _actions(client: CoordinatorClient, table_id: str) -> list[CommitRecordModel]:
@@ -72,20 +83,19 @@ def _actions(client: CoordinatorClient, table_id: str) -> list[CommitRecordModel
     return [c for c in client.commit_history(table_id).commits if c.action != "commit"]
 
 
-def _plant(table: PaimonTable, name: str, *, age_seconds: float) -> Path:
-    """A file no snapshot names, last modified `age_seconds` ago."""
-    path = table.path / f"dt={DT}" / "bucket-0" / name
-    path.write_bytes(b"left behind by a writer that died")
-    then = time.time() - age_seconds
-    os.utime(path, (then, then))
-    return path
+def _plant(table: PaimonTable, name: str) -> str:
+    """A file no snapshot names, just written; its location."""
+    location = f"{table.location}/dt={DT}/bucket-0/{name}"
+    write_bytes(location, b"left behind by a writer that died")
+    return location
 
 
 # ---------------------------------------------------------------- the client
 
 
+@pytest.mark.stores("local", "s3")
 def test_set_options_writes_a_schema_version_and_expire_applies_it(
-    client: CoordinatorClient, http: httpx.Client, warehouse: Path
+    client: CoordinatorClient, http: httpx.Client, warehouse_location: str
 ) -> None:
     table = _table(http)
     rows = [_rows(10 * i, 3) for i in range(4)]
@@ -101,7 +111,7 @@ def test_set_options_writes_a_schema_version_and_expire_applies_it(
     removed = client.set_options(table.id, remove=["write-buffer-size"])
     assert removed.schema_.id == 2
     assert "write-buffer-size" not in removed.schema_.options
-    assert (table.path / "schema" / "schema-2").exists()
+    assert file_exists(f"{table.location}/schema/schema-2")
 
     expired = client.expire(table.id)
     assert expired.expired_snapshots == 2
@@ -109,8 +119,8 @@ def test_set_options_writes_a_schema_version_and_expire_applies_it(
     assert expired.deleted.snapshots == 2
     assert expired.deleted.data_files == 0  # an append table's snapshots only ever add files
     assert [s.id for s in client.list_snapshots(table.id).snapshots] == [4, 3]
-    assert not (table.path / "snapshot" / "snapshot-2").exists()
-    assert pypaimon_rows(warehouse, table.id) == sorted_rows([r for batch in rows for r in batch])
+    assert not file_exists(f"{table.location}/snapshot/snapshot-2")
+    assert pypaimon_rows(warehouse_location, table.id) == sorted_rows([r for batch in rows for r in batch])
 
     records = _actions(client, table.id)
     assert [(r.action, r.commit_user, r.outcome) for r in records] == [
@@ -142,8 +152,9 @@ def test_without_a_user_the_history_names_the_api(live_server: LiveServer, http:
         assert [r.commit_user for r in _actions(anonymous, table.id)] == ["api"]
 
 
+@pytest.mark.stores("local", "s3")
 def test_tags_then_rollback_to_a_tag_and_to_a_snapshot(
-    client: CoordinatorClient, http: httpx.Client, warehouse: Path
+    client: CoordinatorClient, http: httpx.Client, warehouse_location: str
 ) -> None:
     table = _table(http)
     first, second, third = _rows(0, 2), _rows(100, 3), _rows(200, 4)
@@ -157,7 +168,7 @@ def test_tags_then_rollback_to_a_tag_and_to_a_snapshot(
     assert (head.snapshot_id, head.record_count) == (3, 9)
     assert head.commit_time == client.get_snapshot(table.id, 3).time_millis
     assert [(t.name, t.snapshot_id) for t in client.list_tags(table.id).tags] == [("head", 3), ("v1", 1)]
-    assert (table.path / "tag" / "tag-v1").exists()
+    assert file_exists(f"{table.location}/tag/tag-v1")
 
     with pytest.raises(Conflict) as taken:
         client.create_tag(table.id, "v1")
@@ -175,7 +186,7 @@ def test_tags_then_rollback_to_a_tag_and_to_a_snapshot(
     assert back.removed_tags == ["head"]
     assert (back.deleted.snapshots, back.deleted.data_files) == (2, 2)
     assert client.latest_snapshot(table.id).id == 1
-    assert pypaimon_rows(warehouse, table.id) == sorted_rows(first)
+    assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(first)
     assert len(_data_files(table)) == 1
     assert _data_files(table) < kept
     assert [t.name for t in client.list_tags(table.id).tags] == ["v1"]
@@ -185,13 +196,13 @@ def test_tags_then_rollback_to_a_tag_and_to_a_snapshot(
     assert _append(client, table, fifth) == 3
     to_two = client.rollback(table.id, snapshot_id=2)
     assert (to_two.latest_snapshot_id, to_two.removed_snapshots, to_two.removed_tags) == (2, [3], [])
-    assert pypaimon_rows(warehouse, table.id) == sorted_rows(first + fourth)
+    assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(first + fourth)
 
     dropped = client.delete_tag(table.id, "v1")
     assert dropped.name == "v1"
     assert dropped.deleted.data_files == 0  # snapshot 1 is still retained and holds its file
     assert client.list_tags(table.id).tags == []
-    assert pypaimon_rows(warehouse, table.id) == sorted_rows(first + fourth)
+    assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(first + fourth)
 
     records = _actions(client, table.id)
     assert [r.action for r in records] == ["delete-tag", "rollback", "rollback", "create-tag", "create-tag"]
@@ -222,6 +233,7 @@ def test_rollback_and_tag_refusals(client: CoordinatorClient, http: httpx.Client
     assert client.latest_snapshot(table.id).id == 1
 
 
+@pytest.mark.stores("local", "s3")
 def test_consumers_hold_back_expiration(client: CoordinatorClient, http: httpx.Client) -> None:
     table = _table(http)
     for i in range(4):
@@ -235,7 +247,7 @@ def test_consumers_hold_back_expiration(client: CoordinatorClient, http: httpx.C
     assert moved.next_snapshot_id == 2
     listed = client.list_consumers(table.id).consumers
     assert [(c.consumer_id, c.next_snapshot_id) for c in listed] == [("audit", 4), ("reader", 2)]
-    assert json.loads((table.path / "consumer" / "consumer-reader").read_text()) == {"nextSnapshot": 2}
+    assert json.loads(read_text(f"{table.location}/consumer/consumer-reader")) == {"nextSnapshot": 2}
 
     client.set_options(table.id, {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
     held = client.expire(table.id)
@@ -264,37 +276,46 @@ def test_consumers_hold_back_expiration(client: CoordinatorClient, http: httpx.C
     ]
 
 
+@pytest.mark.stores("local", "s3")
 def test_clean_orphans_lists_then_deletes_only_old_unreferenced_files(
-    client: CoordinatorClient, http: httpx.Client, warehouse: Path
+    client: CoordinatorClient, http: httpx.Client, warehouse_location: str
 ) -> None:
     table = _table(http)
     rows = _rows(0, 5)
     _append(client, table, rows)
-    old = _plant(table, "data-old-orphan.parquet", age_seconds=TWO_DAYS)
-    young = _plant(table, "data-young-orphan.parquet", age_seconds=60)
-    committed = _data_files(table) - {old.name, young.name}
-    for name in committed:  # committed files are referenced, however old
-        path = table.path / f"dt={DT}" / "bucket-0" / name
-        os.utime(path, (time.time() - TWO_DAYS, time.time() - TWO_DAYS))
+    committed = _data_files(table)
+    old = _plant(table, "data-old-orphan.parquet")
+    # Committed files are referenced, however old.
+    bucket = f"{table.location}/dt={DT}/bucket-0"
+    s3_age = make_old([old, *(f"{bucket}/{name}" for name in committed)], TWO_DAYS)
+    young = _plant(table, "data-young-orphan.parquet")
+    if s3_age is None:
+        make_old([young], 60)
+    # Locally: two days and a minute old, told apart by the default (a day) and by 30 seconds; on S3 by
+    # make_old's age and by none.
+    threshold = {} if s3_age is None else {"older_than_seconds": s3_age}
 
-    dry = client.clean_orphans(table.id, dry_run=True)
+    dry = client.clean_orphans(table.id, dry_run=True, **threshold)
     assert dry.dry_run
     assert dry.files == [f"dt={DT}/bucket-0/data-old-orphan.parquet"]
-    assert old.exists()
+    assert file_exists(old)
     assert _actions(client, table.id) == []  # a dry run changes nothing and records nothing
-    younger = client.clean_orphans(table.id, older_than_seconds=30, dry_run=True)
-    assert younger.files == [f"dt={DT}/bucket-0/{n}" for n in sorted((old.name, young.name))]
+    younger = client.clean_orphans(table.id, older_than_seconds=30 if s3_age is None else 0, dry_run=True)
+    assert younger.files == [
+        f"dt={DT}/bucket-0/{n}" for n in ("data-old-orphan.parquet", "data-young-orphan.parquet")
+    ]
 
-    cleaned = client.clean_orphans(table.id)
+    cleaned = client.clean_orphans(table.id, **threshold)
     assert not cleaned.dry_run
     assert cleaned.files == dry.files
-    assert not old.exists()
-    assert young.exists()
-    assert _data_files(table) == committed | {young.name}
-    assert pypaimon_rows(warehouse, table.id) == sorted_rows(rows)
+    assert not file_exists(old)
+    assert file_exists(young)
+    assert _data_files(table) == committed | {"data-young-orphan.parquet"}
+    assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(rows)
     [record] = _actions(client, table.id)
     assert (record.action, record.commit_user, record.outcome) == ("clean-orphans", USER, "done")
-    assert record.details == {"olderThanSeconds": 86_400.0, "files": dry.files}
+    older_than = 86_400.0 if s3_age is None else s3_age
+    assert record.details == {"olderThanSeconds": older_than, "files": dry.files}
 
 
 def test_every_maintenance_call_on_a_missing_table_is_not_found(client: CoordinatorClient) -> None:
@@ -338,12 +359,13 @@ async def test_the_async_client_has_the_same_maintenance_calls(
         back = await client.rollback(table.id, snapshot_id=2)
         assert (back.latest_snapshot_id, back.removed_snapshots) == (2, [3])
         assert (await client.delete_tag(table.id, "v2")).name == "v2"
-        orphan = _plant(table, "data-orphan.parquet", age_seconds=TWO_DAYS)
+        orphan = _plant(table, "data-orphan.parquet")
+        make_old([orphan], TWO_DAYS)
         assert (await client.clean_orphans(table.id, older_than_seconds=3600)).files == [
-            f"dt={DT}/bucket-0/{orphan.name}"
+            f"dt={DT}/bucket-0/data-orphan.parquet"
         ]
         history = (await client.commit_history(table.id)).commits
-    assert not orphan.exists()
+    assert not file_exists(orphan)
     assert pypaimon_rows(warehouse, table.id) == sorted_rows(_rows(0, 2) + _rows(10, 2))
     assert {c.commit_user for c in history if c.action != "commit"} == {"async-bob"}
 
@@ -392,12 +414,13 @@ def test_cli_runs_every_subcommand(
     assert (back["latestSnapshotId"], back["removedSnapshots"]) == (2, [3])
     assert _cli(capsys, url, "rollback", table.id, "--tag", "v1")["latestSnapshotId"] == 1
 
-    orphan = _plant(table, "data-orphan.parquet", age_seconds=TWO_DAYS)
+    orphan = _plant(table, "data-orphan.parquet")
+    make_old([orphan], TWO_DAYS)
     dry = _cli(capsys, url, "orphans", "clean", table.id, "--dry-run")
-    assert dry == {"dryRun": True, "files": [f"dt={DT}/bucket-0/{orphan.name}"]}
-    assert orphan.exists()
+    assert dry == {"dryRun": True, "files": [f"dt={DT}/bucket-0/data-orphan.parquet"]}
+    assert file_exists(orphan)
     assert _cli(capsys, url, "orphans", "clean", table.id, "--older-than", "3600")["files"] == dry["files"]
-    assert not orphan.exists()
+    assert not file_exists(orphan)
 
     with CoordinatorClient(url) as reader:
         users = {c.commit_user for c in reader.commit_history(table.id).commits if c.action != "commit"}

@@ -1,5 +1,6 @@
-"""Maintenance racing another replica, on SQLite and PostgreSQL: an expiration elsewhere under a commit's
-post-commit work, and a maintenance action whose lease is force-released before it is written.
+"""Maintenance racing another replica, on SQLite and PostgreSQL, local disk and S3: an expiration
+elsewhere under a commit's post-commit work, and a maintenance action whose lease is force-released
+before it is written.
 
 `services` plays this replica; the test makes the other replica's moves for real (files deleted on
 storage, rows deleted in the database, the lease force-released) while this replica's thread stands
@@ -18,8 +19,10 @@ from coordinator.db import repositories as repo
 from coordinator.errors import CommitConflict, SnapshotNotFound
 from coordinator.services import Services
 from coordinator.usecases.maintenance.table_actions import TableActions
-from tests.paimon_files import PaimonTable, create_table
+from tests.paimon_files import PaimonTable, create_table, delete_file, file_exists, file_names, write_bytes
 from tests.pause import PausedCall
+
+STORES = ("local", "s3")
 
 FIELDS = {"id": "BIGINT"}
 
@@ -51,8 +54,8 @@ def test_an_expiration_elsewhere_under_post_commit_work_is_logged_not_raised(
         lambda: services.maintenance.after_commit(table.id, latest), at=TableActions.snapshot
     ).start()
     # Meanwhile another replica expires snapshot 1: storage first, then the database.
-    (table.path / "snapshot" / "snapshot-1").unlink()
-    (table.path / "snapshot" / "EARLIEST").write_text("2")
+    delete_file(f"{table.location}/snapshot/snapshot-1")
+    write_bytes(f"{table.location}/snapshot/EARLIEST", b"2")
     with services.engine.begin() as conn:
         repo.delete_snapshots(conn, table.id, below=2)
     checking.resume()  # the commit's answer stands: nothing is raised
@@ -62,7 +65,7 @@ def test_an_expiration_elsewhere_under_post_commit_work_is_logged_not_raised(
     assert table.id in failed.getMessage()
     assert failed.exc_info is not None
     assert failed.exc_info[0] is SnapshotNotFound
-    assert sorted(p.name for p in (table.path / "snapshot").glob("snapshot-*")) == [
+    assert [n for n in file_names(f"{table.location}/snapshot") if n.startswith("snapshot-")] == [
         "snapshot-2",
         "snapshot-3",
     ]
@@ -79,7 +82,7 @@ def test_a_lease_lost_before_a_maintenance_action_is_written_is_a_retryable_lock
     tagging = PausedCall(
         lambda: services.maintenance.create_tag(table.id, "v1", None, actor="ops"), at=TableActions.record
     ).start()
-    assert (table.path / "tag" / "tag-v1").exists()
+    assert file_exists(f"{table.location}/tag/tag-v1")
     released = services.locks.force_release(lock_id)
     assert released is not None
     assert "maintenance" in released.owner
@@ -89,7 +92,7 @@ def test_a_lease_lost_before_a_maintenance_action_is_written_is_a_retryable_lock
     assert fenced.value.status_code == 409
     assert (fenced.value.conflict.type, fenced.value.conflict.retryable) == ("LOCK_LOST", True)
     # Nothing of the fenced action is left: no tag file, no history row, nothing counted.
-    assert not (table.path / "tag" / "tag-v1").exists()
+    assert not file_exists(f"{table.location}/tag/tag-v1")
     assert api.get(f"/tables/{table.id}/tags").json()["tags"] == []
     assert actions(api, table) == ["commit"]
     assert tags_recorded(services) is None

@@ -14,7 +14,6 @@ import signal
 import threading
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,11 +32,13 @@ from coordinator_client.spark.data_files import WrittenFile, file_prefix
 from coordinator_client.spark.layout import SparkTable
 from tests.conftest import LiveServer
 from tests.held_answer import HeldAnswer
-from tests.paimon_files import PaimonTable, create_table, pypaimon_rows
+from tests.paimon_files import PaimonTable, create_table, file_exists, pypaimon_rows
 
 FIELDS = {"dt": "STRING", "id": "BIGINT"}
 LOST_ANSWER_TIMEOUT = 2.0
 """The writer's client timeout in the tests where the answer is held: well below the hold."""
+
+STORES = ("local", "s3")
 
 
 @pytest.fixture
@@ -58,7 +59,7 @@ class Write:
             meta = table.append_file([row], name=f"{self.prefix}{i}.parquet")
             directory = f"{table.partition_dir(row)}/bucket-0"
             self.files.append(WrittenFile({"dt": row["dt"]}, 0, directory, meta))
-        self.paths = [table.path / f.path for f in self.files]
+        self.locations = [f"{table.location}/{f.path}" for f in self.files]
         self.commit_user = f"job-{uuid.uuid4().hex[:8]}"
 
     def request(self, **extra: Any) -> CommitRequest:
@@ -71,7 +72,7 @@ class Write:
         )
 
     def on_storage(self) -> list[bool]:
-        return [p.exists() for p in self.paths]
+        return [file_exists(location) for location in self.locations]
 
 
 def new_table(client: CoordinatorClient) -> PaimonTable:
@@ -89,7 +90,10 @@ def outcome_queries(caplog: pytest.LogCaptureFixture, write: Write) -> int:
 
 
 def test_a_lost_answer_is_asked_for_and_the_files_of_the_standing_commit_stay(
-    live_server: LiveServer, client: CoordinatorClient, warehouse: Path, caplog: pytest.LogCaptureFixture
+    live_server: LiveServer,
+    client: CoordinatorClient,
+    warehouse_location: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="coordinator.access")
     table = new_table(client)
@@ -109,11 +113,11 @@ def test_a_lost_answer_is_asked_for_and_the_files_of_the_standing_commit_stay(
     assert answer.deduplicated  # answered from the outcome, not from the lost answer
     assert outcome_queries(caplog, write) >= 1
     assert write.on_storage() == [True, True]
-    assert pypaimon_rows(warehouse, table.id) == write.rows
+    assert pypaimon_rows(warehouse_location, table.id) == write.rows
 
 
 def test_ctrl_c_while_the_commit_is_out_keeps_the_files_of_the_standing_commit(
-    live_server: LiveServer, client: CoordinatorClient, warehouse: Path
+    live_server: LiveServer, client: CoordinatorClient, warehouse_location: str
 ) -> None:
     table = new_table(client)
     write = Write(client, table, [{"dt": "a", "id": 1}])
@@ -134,10 +138,10 @@ def test_ctrl_c_while_the_commit_is_out_keeps_the_files_of_the_standing_commit(
         assert any("stands (snapshots [1])" in n for n in notes), notes
     assert write.on_storage() == [True]
     assert client.commit_outcome(table.id, write.commit_user, 7).status == "committed"
-    assert pypaimon_rows(warehouse, table.id) == write.rows
+    assert pypaimon_rows(warehouse_location, table.id) == write.rows
 
 
-def test_a_conflict_deletes_the_files(client: CoordinatorClient, warehouse: Path) -> None:
+def test_a_conflict_deletes_the_files(client: CoordinatorClient, warehouse_location: str) -> None:
     table = new_table(client)
     earlier = Write(client, table, [{"dt": "a", "id": 1}])
     earlier.commit(client)
@@ -153,7 +157,7 @@ def test_a_conflict_deletes_the_files(client: CoordinatorClient, warehouse: Path
     assert aborted.value.deleted_files == 2
     assert write.on_storage() == [False, False]
     assert earlier.on_storage() == [True]
-    assert pypaimon_rows(warehouse, table.id) == earlier.rows
+    assert pypaimon_rows(warehouse_location, table.id) == earlier.rows
 
 
 def test_invalid_input_refused_with_422_deletes_the_files(client: CoordinatorClient) -> None:
@@ -172,8 +176,9 @@ def test_invalid_input_refused_with_422_deletes_the_files(client: CoordinatorCli
     assert write.on_storage() == [False]
 
 
+@pytest.mark.stores("local")  # the client's timeout and a restart are its time; nothing is deleted
 def test_a_coordinator_gone_while_the_commit_is_out_keeps_the_files_and_says_the_outcome_is_unknown(
-    live_server: LiveServer, client: CoordinatorClient, settings: Settings, warehouse: Path
+    live_server: LiveServer, client: CoordinatorClient, settings: Settings, warehouse_location: str
 ) -> None:
     table = new_table(client)
     write = Write(client, table, [{"dt": "a", "id": 1}])
@@ -204,4 +209,4 @@ def test_a_coordinator_gone_while_the_commit_is_out_keeps_the_files_and_says_the
     # Why the files had to stay: the commit stood and names them.
     with LiveServer(settings) as restarted, CoordinatorClient(restarted.url, timeout=60) as again:
         assert again.commit_outcome(table.id, write.commit_user, 7).status == "committed"
-    assert pypaimon_rows(warehouse, table.id) == write.rows
+    assert pypaimon_rows(warehouse_location, table.id) == write.rows
