@@ -87,11 +87,10 @@ def test_an_s3_table_is_registered_by_its_uri(api: TestClient, store: str, wareh
     assert response.json()["latestSnapshotId"] == 1
 
 
+@pytest.mark.stores("s3")  # a local folder holds no credentials
 def test_the_warehouse_secret_is_never_logged_or_answered(
     database_url: str, warehouse_location: str, store: str, tmp_path: Path
 ) -> None:
-    if store != "s3":
-        return  # a local folder holds no credentials
     secret_uri = warehouse_location.replace("s3://", f"s3://{ACCESS_KEY}:{SECRET_KEY}@") + "?region=us-east-1"
     with ServedCoordinator(database_url, secret_uri, tmp_path / "coordinator.log") as served:
         table = create_table(served.http, "db", "t", FIELDS)
@@ -102,11 +101,10 @@ def test_the_warehouse_secret_is_never_logged_or_answered(
         assert f"{ACCESS_KEY}:" not in text
 
 
+@pytest.mark.stores("s3")  # the local disk does not stop
 def test_a_stopped_store_answers_503_and_every_commit_lands_once(
     settings: Settings, store: str, seaweedfs: SeaweedFS
 ) -> None:
-    if store != "s3":
-        return  # the local disk does not stop
     with LiveServer(settings) as server, httpx.Client(base_url=server.url, timeout=60) as http:
         table = create_table(http, "db", "t", FIELDS, partitionKeys=["dt"])
         files = {i: table.append_file([{"dt": "a", "id": i}]) for i in range(12)}
