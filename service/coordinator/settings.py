@@ -14,8 +14,9 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="COORDINATOR_", extra="ignore")
 
-    database_url: str = Field(default="sqlite:///./coordinator.db", description="SQLAlchemy URL")
-    warehouse: str = Field(default="./warehouse", description="folder or pyarrow filesystem URI")
+    # Both may carry credentials: kept out of the settings' repr (logs print settings, never secrets).
+    database_url: str = Field(default="sqlite:///./coordinator.db", description="SQLAlchemy URL", repr=False)
+    warehouse: str = Field(default="./warehouse", description="folder or filesystem URI", repr=False)
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=1, le=65535)
     lock_lease_seconds: float = Field(default=30.0, gt=0, description="lease of a table lock")
