@@ -19,6 +19,7 @@ import httpx
 import pyarrow as pa
 import pytest
 from fastapi.testclient import TestClient
+from playwright.sync_api import Browser, expect
 
 from coordinator.services import Services
 from coordinator.usecases.publication import Publication
@@ -42,7 +43,7 @@ def _body(table: PaimonTable, user: str, ids: range) -> dict[str, Any]:
     }
 
 
-def _ours(api: TestClient, table: PaimonTable, user: str, ids: range) -> dict[str, Any]:
+def _ours(api: httpx.Client, table: PaimonTable, user: str, ids: range) -> dict[str, Any]:
     response = api.post(f"/tables/{table.id}/commits", json=_body(table, user, ids))
     assert response.status_code == 201, response.text
     body: dict[str, Any] = response.json()
@@ -113,29 +114,27 @@ def _after_the_check_before_the_move(store: str) -> tuple[Callable[..., Any], Ca
     )
 
 
+def _overwritten_by_pypaimon(http: httpx.Client, warehouse: str, store: str, table: PaimonTable) -> None:
+    """Our commit "second" is acknowledged as snapshot 2, then pypaimon's own commit replaces it: pypaimon
+    stops after it found snapshot-2 absent, just before it moves its file there; we publish and
+    acknowledge our snapshot 2; then pypaimon's move replaces it (its check-then-copy)."""
+    at, when = _after_the_check_before_the_move(store)
+    outsider = PausedCall(
+        lambda: _outsiders(warehouse, table.id, range(100, 104)), at=at, returning=True, when=when
+    ).start()
+    acknowledged = _ours(http, table, "second", range(10, 13))
+    assert [s["id"] for s in acknowledged["snapshots"]] == [2]
+    outsider.resume()
+    read = sorted(r["id"] for r in pypaimon_rows(warehouse, table.id))
+    assert read == [0, 1, 2, 100, 101, 102, 103]  # ours is gone from storage
+
+
 def test_an_acknowledged_snapshot_an_outsider_overwrote_is_applied_again(
     api: TestClient, warehouse_location: str, store: str
 ) -> None:
     table = create_table(api, "db", "lost", FIELDS, partitionKeys=["dt"])
     _ours(api, table, "first", range(3))
-    # pypaimon stops after it found snapshot-2 absent, just before it moves its file there; we publish
-    # and acknowledge our snapshot 2; then pypaimon's move replaces it (its check-then-copy).
-    at, when = _after_the_check_before_the_move(store)
-    outsider = PausedCall(
-        lambda: _outsiders(warehouse_location, table.id, range(100, 104)), at=at, returning=True, when=when
-    ).start()
-    acknowledged = _ours(api, table, "second", range(10, 13))
-    assert [s["id"] for s in acknowledged["snapshots"]] == [2]
-    outsider.resume()
-    assert sorted(r["id"] for r in pypaimon_rows(warehouse_location, table.id)) == [
-        0,
-        1,
-        2,
-        100,
-        101,
-        102,
-        103,
-    ]
+    _overwritten_by_pypaimon(api, warehouse_location, store, table)
 
     services: Services = api.app.state.services  # type: ignore[attr-defined]
     assert services.overwrite_watch.check() == [table.id]  # the periodic check, run now
@@ -149,6 +148,23 @@ def test_an_acknowledged_snapshot_an_outsider_overwrote_is_applied_again(
     assert api.get(f"/tables/{table.id}").json()["totalRecordCount"] == len(expected)
     assert "coordinator_snapshots_overwritten_total 1.0" in api.get("/metrics").text
     assert services.overwrite_watch.check() == []  # taken back once
+
+
+@pytest.mark.stores("local")  # the dashboard reads the database; the store is beside the point
+def test_the_dashboard_shows_commits_an_outside_writer_overwrote(
+    live_server: LiveServer, http: httpx.Client, warehouse_location: str, store: str, browser: Browser
+) -> None:
+    table = create_table(http, "db", "lost", FIELDS, partitionKeys=["dt"])
+    _ours(http, table, "first", range(3))
+    _overwritten_by_pypaimon(http, warehouse_location, store, table)
+    assert live_server.services.overwrite_watch.check() == [table.id]
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{live_server.url}/dashboard")
+    row = page.locator('[data-testid="table-row"][data-table-id="db.lost"]')
+    expect(row.get_by_test_id("table-overwritten")).to_have_text(
+        "overwritten by an outside writer (1)", timeout=15_000
+    )
+    assert http.get("/ops/overview").json()["tables"][0]["overwritten"] == 1
 
 
 def test_outsider_snapshots_are_adopted_never_overwritten(api: TestClient, warehouse_location: str) -> None:

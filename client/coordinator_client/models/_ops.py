@@ -90,6 +90,11 @@ class TableStatsModel(_Model):
     file_bytes: int | None = Field(description="their total size")
     committed: int
     rejected: int
+    overwritten: int = Field(
+        default=0,
+        description="acknowledged commits whose snapshot a writer outside the coordinator overwrote on "
+        "storage; each was applied again as a new snapshot",
+    )
     conflicts: dict[str, int] = Field(description="rejections by conflict type")
     last_commit_at: float | None = Field(default=None, description="epoch seconds")
 

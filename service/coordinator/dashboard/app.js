@@ -132,6 +132,19 @@ function renderTables(overview) {
         Object.entries(t.conflicts)
           .map(([type, n]) => `${type} (${n})`)
           .join(", "),
+        // A writer outside the coordinator overwrote acknowledged snapshots: the one thing here that
+        // says the table has writers that do not commit through the service.
+        t.overwritten
+          ? el(
+              "div",
+              {
+                class: "rejected",
+                "data-testid": "table-overwritten",
+                title: "acknowledged commits whose snapshot another writer overwrote; each was applied again",
+              },
+              `overwritten by an outside writer (${count(t.overwritten)})`,
+            )
+          : "",
       ),
       num(t.lastCommitAt === null ? "never" : `${duration(overview.now - t.lastCommitAt)} ago`),
     ),

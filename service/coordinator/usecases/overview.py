@@ -108,6 +108,7 @@ def _table_stats(
         file_bytes=entry.stats.file_bytes,
         committed=counts.committed if counts else 0,
         rejected=counts.rejected if counts else 0,
+        overwritten=counts.overwritten if counts else 0,
         conflicts=conflicts,
         last_commit_at=entry.last_commit_at,
     )

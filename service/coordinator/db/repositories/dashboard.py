@@ -17,6 +17,9 @@ class TableCommitCounts:
 
     committed: int
     rejected: int
+    overwritten: int
+    """Acknowledged commits whose snapshot a writer outside the coordinator overwrote (then applied
+    again)."""
 
 
 def table_commit_counts(conn: Connection, table_ids: Sequence[str]) -> dict[str, TableCommitCounts]:
@@ -29,11 +32,12 @@ def table_commit_counts(conn: Connection, table_ids: Sequence[str]) -> dict[str,
             CommitRow.table_id,
             func.count(case((committed, 1))),
             func.count(case((CommitRow.outcome == "rejected", 1))),
+            func.count(case((CommitRow.outcome == "overwritten", 1))),
         )
         .where(CommitRow.table_id.in_(table_ids), CommitRow.action == "commit")
         .group_by(CommitRow.table_id)
     ).all()
-    return {r[0]: TableCommitCounts(int(r[1]), int(r[2])) for r in rows}
+    return {r[0]: TableCommitCounts(int(r[1]), int(r[2]), int(r[3])) for r in rows}
 
 
 def rejections_by_type(conn: Connection, table_ids: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
