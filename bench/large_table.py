@@ -34,12 +34,12 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-REPO = Path(__file__).resolve().parent.parent
-for _path in (REPO / "service", REPO / "client", REPO):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
+if not __package__:  # run as a script: bench/ is on sys.path, the repository root not yet
+    from run import importable
 
-from bench.coordinator_bench import (  # noqa: E402
+    importable()
+
+from bench.coordinator_bench import (
     commit_body,
     create_table,
     created,
@@ -47,13 +47,14 @@ from bench.coordinator_bench import (  # noqa: E402
     new_client,
     timed_post,
 )
-from bench.data import ROWS_PER_FILE, rows  # noqa: E402
-from bench.procs import progress  # noqa: E402
-from bench.service import CoordinatorProcess, postgres_database, sqlite_url  # noqa: E402
-from bench.table_files import AppendTable  # noqa: E402
-from tests.seaweed import BUCKET, pypaimon_options, seaweed, warehouse_uri  # noqa: E402
-from tests.seaweed import filesystem as s3_filesystem  # noqa: E402
+from bench.data import ROWS_PER_FILE, rows
+from bench.procs import progress
+from bench.service import CoordinatorProcess, postgres_database, sqlite_url
+from bench.table_files import AppendTable
+from tests.seaweed import BUCKET, pypaimon_options, seaweed, warehouse_uri
+from tests.seaweed import filesystem as s3_filesystem
 
+REPO = Path(__file__).resolve().parent.parent
 PARTITIONS = [f"p{i:02d}" for i in range(10)]
 PROBE_PARTITIONS = ["probe-a", "probe-b", "probe-c"]
 """The 1-file commits go round robin to these small partitions, which the readers read back row by row."""

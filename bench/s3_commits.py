@@ -50,12 +50,12 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-REPO = Path(__file__).resolve().parent.parent
-for _path in (REPO / "service", REPO / "client", REPO):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
+if not __package__:  # run as a script: bench/ is on sys.path, the repository root not yet
+    from run import importable
 
-from bench.coordinator_bench import (  # noqa: E402
+    importable()
+
+from bench.coordinator_bench import (
     commit_body,
     commit_with_retry,
     create_table,
@@ -63,7 +63,7 @@ from bench.coordinator_bench import (  # noqa: E402
     new_client,
     timed_post,
 )
-from bench.data import (  # noqa: E402
+from bench.data import (
     DATABASE,
     ROWS_PER_FILE,
     acknowledged_ids,
@@ -73,16 +73,16 @@ from bench.data import (  # noqa: E402
     warm_up_parquet,
     writer_partition,
 )
-from bench.procs import exit_on_sigterm, launch_together, progress  # noqa: E402
-from bench.pypaimon_bench import _count_retries, arrow  # noqa: E402
-from bench.pypaimon_bench import create_table as create_pypaimon_table  # noqa: E402
-from bench.report import Row, _phases, render  # noqa: E402
-from bench.service import CoordinatorProcess, postgres_database, sqlite_url  # noqa: E402
-from bench.stats import median_phases, summarize  # noqa: E402
-from bench.suite import BUSY_LOAD, RESULTS, environment, revision  # noqa: E402
-from bench.table_files import AppendTable  # noqa: E402
-from tests.seaweed import BUCKET, SeaweedFS, pypaimon_options  # noqa: E402
-from tests.seaweed import filesystem as s3_filesystem  # noqa: E402
+from bench.procs import exit_on_sigterm, launch_together, progress
+from bench.pypaimon_bench import _count_retries, arrow
+from bench.pypaimon_bench import create_table as create_pypaimon_table
+from bench.report import Row, _phases, render
+from bench.service import CoordinatorProcess, postgres_database, sqlite_url
+from bench.stats import median_phases, summarize
+from bench.suite import BUSY_LOAD, RESULTS, environment, revision
+from bench.table_files import AppendTable
+from tests.seaweed import BUCKET, SeaweedFS, pypaimon_options
+from tests.seaweed import filesystem as s3_filesystem
 
 COORDINATOR_PREFIX = "coordinator"
 PYPAIMON_PREFIX = "pypaimon"
