@@ -79,7 +79,7 @@ from bench.pypaimon_bench import create_table as create_pypaimon_table
 from bench.report import Row, _phases, render
 from bench.service import CoordinatorProcess, postgres_database, sqlite_url
 from bench.stats import median_phases, summarize
-from bench.suite import BUSY_LOAD, RESULTS, environment, revision
+from bench.suite import BUSY_LOAD, environment, revision, save
 from bench.table_files import AppendTable
 from tests.seaweed import BUCKET, SeaweedFS, pypaimon_options
 from tests.seaweed import filesystem as s3_filesystem
@@ -690,13 +690,6 @@ def _ratio(ours: float, theirs: float) -> str:
     return f"{ours / theirs:.2f}x" if theirs else "— (pypaimon made no durable commit)"
 
 
-def save(results: dict[str, Any]) -> Path:
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"s3-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps(results, indent=1, default=str) + "\n")
-    return path
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     # SIGTERM (a CI timeout, `kill`): still stop SeaweedFS and the service, and reap the writers.
     exit_on_sigterm()
@@ -706,7 +699,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = run(args, Path(tmp))
     results["elapsed_s"] = time.perf_counter() - started
     text = report(results)
-    path = save(results)
+    path = save(results, "s3-")
     print(text)
     print(f"\nraw numbers: {path}  (total {results['elapsed_s']:.0f} s)")
     return 0

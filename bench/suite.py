@@ -176,9 +176,10 @@ def _revision_text(revision: dict[str, Any]) -> str:
     return f"{revision['commit']}{' (+ uncommitted changes)' if revision['dirty'] else ''}"
 
 
-def save(results: dict[str, Any]) -> Path:
+def save(results: dict[str, Any], prefix: str = "") -> Path:
+    """bench/results/<prefix><timestamp>.json."""
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path = RESULTS / f"{prefix}{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(results, indent=1, default=str) + "\n")
     return path
 
