@@ -148,7 +148,7 @@ def link_files(table: AppendTable, count: int, partitions: Sequence[str]) -> lis
         dt = partitions[k % len(partitions)]
         if dt not in templates:
             meta = table.append_file(rows(dt, k * ROWS_PER_FILE))
-            templates[dt] = (table.location / table.partition_dir({"dt": dt}) / "bucket-0", meta)
+            templates[dt] = (Path(table.bucket_dir({"dt": dt})), meta)
             file_meta = meta
         else:
             directory, meta = templates[dt]

@@ -135,15 +135,6 @@ def table_dir(prefix: str, name: str) -> str:
     return f"{BUCKET}/{prefix}/{DATABASE}.db/{name}"
 
 
-def s3_table(answer: dict[str, Any], endpoint: str) -> AppendTable:
-    """The coordinator's table as its writer sees it: data files go to the bucket.
-
-    The location comes back as `s3://bucket/...`; pyarrow's S3FileSystem wants `bucket/...`.
-    """
-    location = str(answer["location"]).split("://", 1)[-1]
-    return AppendTable({**answer, "location": location}, s3_filesystem(endpoint))
-
-
 # ---------------------------------------------------------------- 1. alternated 1-file commits
 
 
@@ -155,7 +146,7 @@ def latency(url: str, endpoint: str, commits: int) -> dict[str, Any]:
     coordinator_records: list[dict[str, Any]] = []
     pypaimon_records: list[dict[str, Any]] = []
     with new_client(url) as client:
-        table = s3_table(create_table(client, "latency")[1], endpoint)
+        table, _ = create_table(client, "latency")
 
         def coordinator_commit(i: int, batch: list[dict[str, Any]]) -> None:
             started = time.perf_counter()
@@ -294,15 +285,14 @@ def coordinator_writer(
     announced = False
     try:
         k, n = job["writer"], job["commits"]
-        table = s3_table(job["table"], job["endpoint"])
+        table = AppendTable(job["table"])
         user = f"writer-{k}-{uuid.uuid4().hex[:8]}"
         batches = [rows(writer_partition(k), contention_ids(k, j, n).start) for j in range(1, n + 1)]
         records, failures = [], []
         with new_client(job["url"]) as client:
             client.get("/health")  # connect before the start signal
             warm_up_parquet()
-            assert table.filesystem is not None
-            table.filesystem.get_file_info(str(table.location))  # the S3 client's first request, untimed
+            table.filesystem.get_file_info(table.root)  # the S3 client's first request, untimed
             ready.put(k)
             announced = True
             start.wait()
