@@ -47,9 +47,10 @@ from bench.coordinator_bench import (
 )
 from bench.data import ROWS_PER_FILE, rows
 from bench.procs import progress
+from bench.pypaimon_bench import catalog_options
 from bench.service import CoordinatorProcess, postgres_database, sqlite_url
 from bench.table_files import AppendTable
-from tests.seaweed import BUCKET, pypaimon_options, seaweed, warehouse_uri
+from tests.seaweed import BUCKET, seaweed, warehouse_uri
 
 REPO = Path(__file__).resolve().parent.parent
 PARTITIONS = [f"p{i:02d}" for i in range(10)]
@@ -102,12 +103,11 @@ class Store:
     @classmethod
     def local(cls, folder: Path) -> Store:
         folder.mkdir()
-        return cls(str(folder), True, {"warehouse": str(folder)})
+        return cls(str(folder), True, catalog_options(folder))
 
     @classmethod
     def s3(cls, endpoint: str) -> Store:
-        catalog = {"warehouse": f"s3://{BUCKET}/wh", **pypaimon_options(endpoint)}
-        return cls(warehouse_uri(endpoint, "wh"), False, catalog)
+        return cls(warehouse_uri(endpoint, "wh"), False, catalog_options(f"s3://{BUCKET}/wh", endpoint))
 
 
 def run(url: str, store: Store, log: Path, files: int, batch: int) -> dict[str, Any]:
