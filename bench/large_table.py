@@ -95,7 +95,7 @@ class Store:
 
     warehouse: str
     """The service's --warehouse."""
-    local: bool
+    on_disk: bool
     """Local disk, where growth files are hard links of real ones (the table's location says the same)."""
     catalog: dict[str, str]
     """pypaimon's catalog options for reading the table back."""
@@ -238,7 +238,7 @@ def verify(store: Store, job: Job) -> dict[str, Any]:
     started = time.perf_counter()
     committed = job.files * ROWS_PER_FILE
     result: dict[str, Any] = {"committed_rows": committed}
-    readers = [_pypaimon, _pypaimon_rust] if store.local else [_pypaimon]
+    readers = [_pypaimon, _pypaimon_rust] if store.on_disk else [_pypaimon]
     for reader in readers:
         counted, probe_ids = reader(store.catalog, job.table.id)
         expected = {dt: sorted(ids) for dt, ids in job.probe_ids.items()}
