@@ -72,7 +72,7 @@ from bench.pypaimon_bench import writer as pypaimon_writer
 from bench.report import Row, _phases, render
 from bench.service import CoordinatorProcess, postgres_database, sqlite_url
 from bench.stats import median_phases, summarize
-from bench.suite import BUSY_LOAD, environment, revision, save
+from bench.suite import busy_warning, environment, revision, revision_text, save
 from bench.verify import read_ids, verify_contention
 from tests.seaweed import BUCKET, SeaweedFS
 
@@ -457,15 +457,12 @@ def report(results: dict[str, Any]) -> str:
         statistics.median(r["durable_per_s"] for r in premise["pypaimon"]),
     )
     parts = [
-        f"S3 store: SeaweedFS {weed} on loopback; coordinator at {rev['commit']}"
-        f"{' (+ uncommitted changes)' if rev['dirty'] else ''} on {results['args']['database']}; pypaimon "
-        f"{env['versions']['pypaimon']} measured in this run; {env['cpus']} CPUs. ratio > 1 favours the "
-        f"coordinator.",
+        f"S3 store: SeaweedFS {weed} on loopback; coordinator at {revision_text(rev)} on "
+        f"{results['args']['database']}; pypaimon {env['versions']['pypaimon']} measured in this run; "
+        f"{env['cpus']} CPUs. ratio > 1 favours the coordinator.",
+        *busy_warning(results),
         "",
     ]
-    load = results["load_average_start"][0]
-    if load > BUSY_LOAD:
-        parts[-1:] = [f"WARNING: the machine was busy at the start (1-min load average {load:.1f}).", ""]
     parts += [
         render("coordinator vs pypaimon's own commit, on S3", summary_rows(results)),
         "",
