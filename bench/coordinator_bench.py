@@ -148,7 +148,7 @@ def link_files(table: AppendTable, count: int, partitions: Sequence[str]) -> lis
         dt = partitions[k % len(partitions)]
         if dt not in templates:
             meta = table.append_file(rows(dt, k * ROWS_PER_FILE))
-            templates[dt] = (table.location / table.partition_dir({"dt": dt}) / "bucket-0", meta)
+            templates[dt] = (Path(table.bucket_dir({"dt": dt})), meta)
             file_meta = meta
         else:
             directory, meta = templates[dt]
@@ -209,26 +209,35 @@ def commit_with_retry(client: httpx.Client, table_id: str, body: bytes) -> tuple
 
 
 def writer(job: dict[str, Any], ready: Queue[int], start: Event, out: Queue[dict[str, Any]]) -> None:
-    """One contention writer process: per commit, write one parquet file, then POST it."""
+    """One contention writer process: per commit, write one parquet file, then POST it.
+
+    The file goes where the table's location says, a local folder or an object store. A commit that
+    raises (a rejection, no decision) is reported in `failures`, not acknowledged.
+    """
     announced = False
     try:
         table = AppendTable(job["table"])
         k, n = job["writer"], job["commits"]
         user = f"writer-{k}-{uuid.uuid4().hex[:8]}"
         batches = [rows(writer_partition(k), contention_ids(k, j, n).start) for j in range(1, n + 1)]
-        records = []
+        records, failures = [], []
         with new_client(job["url"]) as client:
             client.get("/health")  # connect before the start signal
             warm_up_parquet()
+            table.filesystem.get_file_info(table.root)  # an object store client's first request, untimed
             ready.put(k)
             announced = True
             start.wait()
             began = time.perf_counter()
             for j, batch in enumerate(batches, 1):
                 t0 = time.perf_counter()
-                message = table.message(batch[0], newFiles=[table.append_file(batch)])
-                t1 = time.perf_counter()
-                answer, resends = commit_with_retry(client, table.id, commit_body(user, j, [message]))
+                try:
+                    message = table.message(batch[0], newFiles=[table.append_file(batch)])
+                    t1 = time.perf_counter()
+                    answer, resends = commit_with_retry(client, table.id, commit_body(user, j, [message]))
+                except Exception as error:
+                    failures.append({"identifier": j, "error": repr(error)[:500]})
+                    continue
                 t2 = time.perf_counter()
                 records.append(
                     {
@@ -249,6 +258,7 @@ def writer(job: dict[str, Any], ready: Queue[int], start: Event, out: Queue[dict
                 "began": began,
                 "finished": time.perf_counter(),
                 "records": records,
+                "failures": failures,
             }
         )
     except BaseException:
@@ -266,10 +276,14 @@ def contention(url: str, warehouse: Path, counts: Counts, run: int) -> dict[str,
         for k in range(counts.writers)
     ]
     released, reports = launch_together(writer, jobs)
+    failures = [f for r in reports for f in r["failures"]]
+    if failures:  # here every commit must be decided: a failure fails the run
+        raise RuntimeError(f"{len(failures)} commits failed, e.g.: {failures[0]['error']}")
     wall = max(r["finished"] for r in reports) - released
     acknowledged = acknowledged_ids(reports, counts.commits_per_writer)
-    claimed = {(r["commit_user"], c["identifier"]): c["snapshot"] for r in reports for c in r["records"]}
-    check = verify_contention(warehouse, table.id, table.location, acknowledged, claimed)
+    check = verify_contention(
+        {"warehouse": str(warehouse)}, table.id, table.location, acknowledged, claimed_snapshots(reports)
+    )
     records = [{"writer": r["writer"], **c} for r in reports for c in r["records"]]
     timed = [c for c in records if c["timings"]]
     held = [lock_held_ms(c["timings"]) for c in timed]
@@ -292,6 +306,11 @@ def contention(url: str, warehouse: Path, counts: Counts, run: int) -> dict[str,
         "verify": check,
         "commits": records,
     }
+
+
+def claimed_snapshots(reports: list[dict[str, Any]]) -> dict[tuple[str, int], int]:
+    """(commitUser, identifier) of every acknowledged commit -> the snapshot id the service answered."""
+    return {(r["commit_user"], c["identifier"]): c["snapshot"] for r in reports for c in r["records"]}
 
 
 def lock_held_ms(timings: dict[str, float]) -> float:

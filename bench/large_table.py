@@ -32,14 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow.fs as pafs
+if not __package__:  # run as a script: bench/ is on sys.path, the repository root not yet
+    from run import importable
 
-REPO = Path(__file__).resolve().parent.parent
-for _path in (REPO / "service", REPO / "client", REPO):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
+    importable()
 
-from bench.coordinator_bench import (  # noqa: E402
+from bench.coordinator_bench import (
     commit_body,
     create_table,
     created,
@@ -47,13 +45,14 @@ from bench.coordinator_bench import (  # noqa: E402
     new_client,
     timed_post,
 )
-from bench.data import ROWS_PER_FILE, rows  # noqa: E402
-from bench.procs import progress  # noqa: E402
-from bench.service import CoordinatorProcess, postgres_database, sqlite_url  # noqa: E402
-from bench.table_files import AppendTable  # noqa: E402
-from tests.seaweed import BUCKET, pypaimon_options, seaweed, warehouse_uri  # noqa: E402
-from tests.seaweed import filesystem as s3_filesystem  # noqa: E402
+from bench.data import ROWS_PER_FILE, rows
+from bench.procs import progress
+from bench.pypaimon_bench import catalog_options
+from bench.service import CoordinatorProcess, postgres_database, sqlite_url
+from bench.table_files import AppendTable
+from tests.seaweed import BUCKET, seaweed, warehouse_uri
 
+REPO = Path(__file__).resolve().parent.parent
 PARTITIONS = [f"p{i:02d}" for i in range(10)]
 PROBE_PARTITIONS = ["probe-a", "probe-b", "probe-c"]
 """The 1-file commits go round robin to these small partitions, which the readers read back row by row."""
@@ -96,31 +95,25 @@ class Store:
 
     warehouse: str
     """The service's --warehouse."""
-    filesystem: pafs.FileSystem | None
-    """Writes the data files; None: local disk, where growth files are hard links of real ones."""
+    on_disk: bool
+    """Local disk, where growth files are hard links of real ones (the table's location says the same)."""
     catalog: dict[str, str]
     """pypaimon's catalog options for reading the table back."""
 
     @classmethod
     def local(cls, folder: Path) -> Store:
         folder.mkdir()
-        return cls(str(folder), None, {"warehouse": str(folder)})
+        return cls(str(folder), True, catalog_options(folder))
 
     @classmethod
     def s3(cls, endpoint: str) -> Store:
-        return cls(
-            warehouse_uri(endpoint, "wh"),
-            s3_filesystem(endpoint),
-            {"warehouse": f"s3://{BUCKET}/wh", **pypaimon_options(endpoint)},
-        )
+        return cls(warehouse_uri(endpoint, "wh"), False, catalog_options(f"s3://{BUCKET}/wh", endpoint))
 
 
 def run(url: str, store: Store, log: Path, files: int, batch: int) -> dict[str, Any]:
     with CoordinatorProcess(url, store.warehouse, log) as service, new_client(service.url) as client:
-        _, answer = create_table(client, "large")
-        # The location as a path of the store (an object store's answer may carry a scheme).
-        location = str(answer["location"]).split("://", 1)[-1]
-        job = Job(client, AppendTable({**answer, "location": location}, store.filesystem))
+        table, _ = create_table(client, "large")
+        job = Job(client, table)
         job.grow(SMALL_TABLE)
         small = {"live_files": job.files, **job.measure(batch), "memory": memory(service.pid)}
         progress(f"at {job.files:,} files: {small}")
@@ -169,7 +162,7 @@ class Job:
         return self._grow(count, partitions)[0]
 
     def _grow(self, count: int, partitions: list[str]) -> tuple[float, dict[str, Any]]:
-        if self.table.filesystem is None:
+        if self.table.local:
             messages = link_files(self.table, count, partitions)
         else:
             messages = self._named_after_templates(count, partitions)
@@ -191,11 +184,10 @@ class Job:
                 meta = template
             else:
                 meta = {**template, "fileName": f"data-{uuid.uuid4()}-0.parquet"}
-                folder = self.table.location / self.table.partition_dir({"dt": dt}) / "bucket-0"
+                folder = self.table.bucket_dir({"dt": dt})
                 copies.append((f"{folder}/{template['fileName']}", f"{folder}/{meta['fileName']}"))
             messages.append({"partition": {"dt": dt}, "bucket": 0, "newFiles": [meta]})
         filesystem = self.table.filesystem
-        assert filesystem is not None
         with ThreadPoolExecutor(32) as pool:
             list(pool.map(lambda pair: filesystem.copy_file(*pair), copies))
         return messages
@@ -246,7 +238,7 @@ def verify(store: Store, job: Job) -> dict[str, Any]:
     started = time.perf_counter()
     committed = job.files * ROWS_PER_FILE
     result: dict[str, Any] = {"committed_rows": committed}
-    readers = [_pypaimon] if store.filesystem is not None else [_pypaimon, _pypaimon_rust]
+    readers = [_pypaimon, _pypaimon_rust] if store.on_disk else [_pypaimon]
     for reader in readers:
         counted, probe_ids = reader(store.catalog, job.table.id)
         expected = {dt: sorted(ids) for dt, ids in job.probe_ids.items()}

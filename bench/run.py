@@ -16,10 +16,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _importable() -> None:
+def importable() -> None:
     """Let `python bench/run.py` find bench/ and, without an install, the two distributions.
 
-    Spawned children (writers, the pypaimon baseline) inherit this sys.path from the parent.
+    Spawned children (writers, the pypaimon baseline) inherit this sys.path from the parent. The other
+    scripts of bench/ run on their own call it too (`from run import importable`: bench/ is sys.path[0]).
     """
     for path in (REPO / "service", REPO / "client", REPO):
         if str(path) not in sys.path:
@@ -27,7 +28,7 @@ def _importable() -> None:
 
 
 def main() -> int:
-    _importable()
+    importable()
     argv = sys.argv[1:]
     if "--s3" in argv:
         # The S3 benchmark has options of its own; the suite's parser would refuse them.

@@ -29,8 +29,6 @@ bench/results/s3-<timestamp>.json. See bench/README.md.
 from __future__ import annotations
 
 import argparse
-import json
-import logging
 import os
 import shutil
 import statistics
@@ -38,51 +36,45 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 import uuid
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import ExitStack
-from multiprocessing.queues import Queue
-from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any
 
-import pyarrow.fs as pafs
+if not __package__:  # run as a script: bench/ is on sys.path, the repository root not yet
+    from run import importable
 
-REPO = Path(__file__).resolve().parent.parent
-for _path in (REPO / "service", REPO / "client", REPO):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
+    importable()
 
-from bench.coordinator_bench import (  # noqa: E402
+from bench.coordinator_bench import (
+    claimed_snapshots,
     commit_body,
-    commit_with_retry,
     create_table,
     created,
     new_client,
     timed_post,
 )
-from bench.data import (  # noqa: E402
+from bench.coordinator_bench import writer as coordinator_writer
+from bench.data import (
     DATABASE,
     ROWS_PER_FILE,
     acknowledged_ids,
-    contention_ids,
     partition_of,
     rows,
-    warm_up_parquet,
-    writer_partition,
 )
-from bench.procs import exit_on_sigterm, launch_together, progress  # noqa: E402
-from bench.pypaimon_bench import _count_retries, arrow  # noqa: E402
-from bench.pypaimon_bench import create_table as create_pypaimon_table  # noqa: E402
-from bench.report import Row, _phases, render  # noqa: E402
-from bench.service import CoordinatorProcess, postgres_database, sqlite_url  # noqa: E402
-from bench.stats import median_phases, summarize  # noqa: E402
-from bench.suite import BUSY_LOAD, RESULTS, environment, revision  # noqa: E402
-from bench.table_files import AppendTable  # noqa: E402
-from tests.seaweed import BUCKET, SeaweedFS, pypaimon_options  # noqa: E402
-from tests.seaweed import filesystem as s3_filesystem  # noqa: E402
+from bench.procs import exit_on_sigterm, launch_together, progress
+from bench.pypaimon_bench import arrow
+from bench.pypaimon_bench import catalog as pypaimon_catalog
+from bench.pypaimon_bench import catalog_options as pypaimon_catalog_options
+from bench.pypaimon_bench import create_table as create_pypaimon_table
+from bench.pypaimon_bench import writer as pypaimon_writer
+from bench.report import Row, _phases, render
+from bench.service import CoordinatorProcess, postgres_database, sqlite_url
+from bench.stats import median_phases, summarize
+from bench.suite import busy_warning, environment, revision, revision_text, save
+from bench.verify import read_ids, verify_contention
+from tests.seaweed import BUCKET, SeaweedFS
 
 COORDINATOR_PREFIX = "coordinator"
 PYPAIMON_PREFIX = "pypaimon"
@@ -90,8 +82,6 @@ LATENCY_TARGET = 2.0
 """Issue 15: the coordinator's 1-file commit p50 at most half of pypaimon's."""
 THROUGHPUT_TARGET = 3.0
 """Issue 15: at least 3x pypaimon's durable commits/s, with 0 lost."""
-
-Pair = tuple[str, int]
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -119,29 +109,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def catalog_options(endpoint: str, prefix: str) -> dict[str, str]:
     """pypaimon's filesystem catalog on a folder of the bucket."""
-    return {"warehouse": f"s3://{BUCKET}/{prefix}", **pypaimon_options(endpoint)}
-
-
-def pypaimon_catalog(options: Mapping[str, str]) -> Any:
-    from pypaimon import CatalogFactory
-
-    catalog = CatalogFactory.create(dict(options))
-    catalog.create_database(DATABASE, True)
-    return catalog
-
-
-def table_dir(prefix: str, name: str) -> str:
-    """`bucket/<prefix>/<db>.db/<name>`: Paimon's layout, as a path of pyarrow's S3FileSystem."""
-    return f"{BUCKET}/{prefix}/{DATABASE}.db/{name}"
-
-
-def s3_table(answer: dict[str, Any], endpoint: str) -> AppendTable:
-    """The coordinator's table as its writer sees it: data files go to the bucket.
-
-    The location comes back as `s3://bucket/...`; pyarrow's S3FileSystem wants `bucket/...`.
-    """
-    location = str(answer["location"]).split("://", 1)[-1]
-    return AppendTable({**answer, "location": location}, s3_filesystem(endpoint))
+    return pypaimon_catalog_options(f"s3://{BUCKET}/{prefix}", endpoint)
 
 
 # ---------------------------------------------------------------- 1. alternated 1-file commits
@@ -155,7 +123,7 @@ def latency(url: str, endpoint: str, commits: int) -> dict[str, Any]:
     coordinator_records: list[dict[str, Any]] = []
     pypaimon_records: list[dict[str, Any]] = []
     with new_client(url) as client:
-        table = s3_table(create_table(client, "latency")[1], endpoint)
+        table, _ = create_table(client, "latency")
 
         def coordinator_commit(i: int, batch: list[dict[str, Any]]) -> None:
             started = time.perf_counter()
@@ -230,129 +198,18 @@ def side_summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 # ---------------------------------------------------------------- 2. the premise: N writers, one table
 
 
-def pypaimon_writer(job: dict[str, Any], ready: Queue[int], start: Event, out: Queue[dict[str, Any]]) -> None:
-    """One writer process with pypaimon's own commit: write_arrow + prepare_commit + commit per commit."""
-    announced = False
-    try:
-        # Each failed snapshot rename logs a warning; the wrapper counts them instead.
-        logging.getLogger("pypaimon").setLevel(logging.ERROR)
-        retries = _count_retries()
-        k, n = job["writer"], job["commits"]
-        table = pypaimon_catalog(job["catalog"]).get_table(f"{DATABASE}.{job['table']}")
-        builder = table.new_stream_write_builder()
-        write, commit = builder.new_write(), builder.new_commit()
-        batches = [arrow(rows(writer_partition(k), contention_ids(k, j, n).start)) for j in range(1, n + 1)]
-        records, failures = [], []
-        warm_up_parquet()
-        ready.put(k)
-        announced = True
-        start.wait()
-        began = time.perf_counter()
-        for j, batch in enumerate(batches, 1):
-            before = retries[0]
-            t0 = time.perf_counter()
-            try:
-                write.write_arrow(batch)
-                messages = write.prepare_commit(j)
-                t1 = time.perf_counter()
-                commit.commit(messages, j)
-            except Exception as error:  # retries ran out: pypaimon raises, the commit is not acknowledged
-                failures.append({"identifier": j, "error": repr(error)[:500]})
-                continue
-            t2 = time.perf_counter()
-            records.append(
-                {
-                    "identifier": j,
-                    "write_ms": (t1 - t0) * 1000,
-                    "commit_ms": (t2 - t1) * 1000,
-                    "retries": retries[0] - before,
-                }
-            )
-        finished = time.perf_counter()
-        write.close()
-        commit.close()
-        out.put(
-            {
-                "writer": k,
-                "commit_user": builder.commit_user,
-                "began": began,
-                "finished": finished,
-                "records": records,
-                "failures": failures,
-            }
-        )
-    except BaseException:
-        if not announced:
-            ready.put(-1)
-        out.put({"writer": job.get("writer", -1), "error": traceback.format_exc()})
-
-
-def coordinator_writer(
-    job: dict[str, Any], ready: Queue[int], start: Event, out: Queue[dict[str, Any]]
-) -> None:
-    """One writer process through the coordinator: upload one parquet file to S3, then POST it."""
-    announced = False
-    try:
-        k, n = job["writer"], job["commits"]
-        table = s3_table(job["table"], job["endpoint"])
-        user = f"writer-{k}-{uuid.uuid4().hex[:8]}"
-        batches = [rows(writer_partition(k), contention_ids(k, j, n).start) for j in range(1, n + 1)]
-        records, failures = [], []
-        with new_client(job["url"]) as client:
-            client.get("/health")  # connect before the start signal
-            warm_up_parquet()
-            assert table.filesystem is not None
-            table.filesystem.get_file_info(str(table.location))  # the S3 client's first request, untimed
-            ready.put(k)
-            announced = True
-            start.wait()
-            began = time.perf_counter()
-            for j, batch in enumerate(batches, 1):
-                t0 = time.perf_counter()
-                try:
-                    message = table.message(batch[0], newFiles=[table.append_file(batch)])
-                    t1 = time.perf_counter()
-                    answer, resends = commit_with_retry(client, table.id, commit_body(user, j, [message]))
-                except Exception as error:  # a rejection or no decision: counted, not acknowledged
-                    failures.append({"identifier": j, "error": repr(error)[:500]})
-                    continue
-                t2 = time.perf_counter()
-                records.append(
-                    {
-                        "identifier": j,
-                        "write_ms": (t1 - t0) * 1000,
-                        "commit_ms": (t2 - t1) * 1000,
-                        "resends": resends,
-                        "snapshot": answer["snapshots"][0]["id"],
-                        "timings": answer["timings"],
-                        "group_size": answer.get("groupSize", 1),
-                    }
-                )
-        out.put(
-            {
-                "writer": k,
-                "commit_user": user,
-                "began": began,
-                "finished": time.perf_counter(),
-                "records": records,
-                "failures": failures,
-            }
-        )
-    except BaseException:
-        if not announced:
-            ready.put(-1)
-        out.put({"writer": job.get("writer", -1), "error": traceback.format_exc()})
-
-
 def premise_pypaimon(endpoint: str, writers: int, per_writer: int, run: int) -> dict[str, Any]:
     """`writers` processes x `per_writer` commits with pypaimon's own commit into one fresh table."""
     options = catalog_options(endpoint, PYPAIMON_PREFIX)
     name = f"contend_{run}"
-    create_pypaimon_table(pypaimon_catalog(options), name)
+    table = create_pypaimon_table(pypaimon_catalog(options), name)
     jobs = [{"writer": k, "commits": per_writer, "catalog": options, "table": name} for k in range(writers)]
     released, reports = launch_together(pypaimon_writer, jobs)
     result = premise_result("pypaimon", released, reports, per_writer, run)
-    result["verify"] = verify(endpoint, options, PYPAIMON_PREFIX, name, result.pop("acknowledged"), None)
+    acknowledged = result.pop("acknowledged")
+    result["verify"] = verify_contention(
+        options, f"{DATABASE}.{name}", table.table_path, acknowledged, rows_only=True
+    )
     records = result["records"]
     result["retries"] = sum(c["retries"] for c in records)
     result["max_retries_one_commit"] = max((c["retries"] for c in records), default=0)
@@ -363,17 +220,16 @@ def premise_coordinator(url: str, endpoint: str, writers: int, per_writer: int, 
     """`writers` processes x `per_writer` commits through the coordinator into one fresh table."""
     name = f"contend_{run}"
     with new_client(url) as client:
-        _, answer = create_table(client, name)
-    jobs = [
-        {"writer": k, "commits": per_writer, "url": url, "endpoint": endpoint, "table": answer}
-        for k in range(writers)
-    ]
+        table, answer = create_table(client, name)
+    jobs = [{"writer": k, "commits": per_writer, "url": url, "table": answer} for k in range(writers)]
     released, reports = launch_together(coordinator_writer, jobs)
     result = premise_result("coordinator", released, reports, per_writer, run)
-    claimed = {(r["commit_user"], c["identifier"]): c["snapshot"] for r in reports for c in r["records"]}
     options = catalog_options(endpoint, COORDINATOR_PREFIX)
     acknowledged = result.pop("acknowledged")
-    result["verify"] = verify(endpoint, options, COORDINATOR_PREFIX, name, acknowledged, claimed)
+    claimed = claimed_snapshots(reports)
+    result["verify"] = verify_contention(
+        options, table.id, table.location, acknowledged, claimed, rows_only=True
+    )
     records = result["records"]
     result["resends"] = sum(c["resends"] for c in records)
     result["server_phase_median_ms"] = median_phases([c["timings"] for c in records])
@@ -411,69 +267,6 @@ def finish(result: dict[str, Any]) -> dict[str, Any]:
     result["ok_per_s"] = result["ok"] / result["wall_s"]
     result["durable_per_s"] = result["durable"] / result["wall_s"]
     return result
-
-
-# ---------------------------------------------------------------- verification on the store
-
-
-def read_ids(options: Mapping[str, str], table_id: str) -> list[int]:
-    """Every id pypaimon reads from the table's latest snapshot (duplicates kept)."""
-    from pypaimon import CatalogFactory
-
-    table = CatalogFactory.create(dict(options)).get_table(table_id)
-    builder = table.new_read_builder()
-    data = builder.new_read().to_arrow(builder.new_scan().plan().splits())
-    return [] if data is None else [int(v) for v in data.column("id").to_pylist()]
-
-
-def snapshot_pairs(fs: pafs.FileSystem, directory: str) -> dict[int, Pair]:
-    """snapshot id -> (commitUser, commitIdentifier), from every snapshot-N object of the table."""
-    out: dict[int, Pair] = {}
-    for info in fs.get_file_info(pafs.FileSelector(f"{directory}/snapshot", allow_not_found=True)):
-        if info.base_name.startswith("snapshot-"):
-            with fs.open_input_stream(info.path) as stream:
-                body = json.loads(stream.read())
-            out[int(body["id"])] = (str(body["commitUser"]), int(body["commitIdentifier"]))
-    return out
-
-
-def verify(
-    endpoint: str,
-    options: Mapping[str, str],
-    prefix: str,
-    name: str,
-    acknowledged: Mapping[Pair, range],
-    claimed_snapshots: Mapping[Pair, int] | None,
-) -> dict[str, Any]:
-    """bench/verify.py's check, on the bucket: are every acknowledged commit's rows and snapshot there?
-
-    The counts of verify.verify_contention (which reads a local folder), except that `lost` counts
-    missing rows only, as docs/object-storage.md did; a commit missing only from the snapshot files is
-    counted apart (`not_in_a_snapshot_file`).
-    """
-    snapshots = snapshot_pairs(s3_filesystem(endpoint), table_dir(prefix, name))
-    visible = Counter(snapshots.values())
-    id_counts = Counter(read_ids(options, f"{DATABASE}.{name}"))
-    # LOST is what a reader sees: a row of the commit is missing. A commit can also keep its rows but
-    # lose its snapshot record, when a writer that read the snapshot before it was overwritten built on
-    # it: then its rows are there, but commit history (and dedup by identifier) no longer knows it.
-    lost = [pair for pair, ids in acknowledged.items() if any(id_counts[i] == 0 for i in ids)]
-    unrecorded = [pair for pair in acknowledged if visible[pair] == 0]
-    wrong = [pair for pair, sid in (claimed_snapshots or {}).items() if snapshots.get(sid) != pair]
-    return {
-        "acknowledged": len(acknowledged),
-        "lost": len(lost),
-        "lost_samples": [list(p) for p in lost[:5]],
-        "not_in_a_snapshot_file": len(unrecorded),
-        "rows_read": sum(id_counts.values()),
-        "rows_expected": sum(len(r) for r in acknowledged.values()),
-        "duplicate_rows": sum(n - 1 for n in id_counts.values() if n > 1),
-        "commits_in_two_snapshots": sum(1 for n in visible.values() if n > 1),
-        "wrong_snapshot_claims": len(wrong),
-        "snapshot_files": len(snapshots),
-        "latest_snapshot_id": max(snapshots, default=0),
-        "snapshot_ids_contiguous": sorted(snapshots) == list(range(1, len(snapshots) + 1)),
-    }
 
 
 # ---------------------------------------------------------------- the run
@@ -664,15 +457,12 @@ def report(results: dict[str, Any]) -> str:
         statistics.median(r["durable_per_s"] for r in premise["pypaimon"]),
     )
     parts = [
-        f"S3 store: SeaweedFS {weed} on loopback; coordinator at {rev['commit']}"
-        f"{' (+ uncommitted changes)' if rev['dirty'] else ''} on {results['args']['database']}; pypaimon "
-        f"{env['versions']['pypaimon']} measured in this run; {env['cpus']} CPUs. ratio > 1 favours the "
-        f"coordinator.",
+        f"S3 store: SeaweedFS {weed} on loopback; coordinator at {revision_text(rev)} on "
+        f"{results['args']['database']}; pypaimon {env['versions']['pypaimon']} measured in this run; "
+        f"{env['cpus']} CPUs. ratio > 1 favours the coordinator.",
+        *busy_warning(results),
         "",
     ]
-    load = results["load_average_start"][0]
-    if load > BUSY_LOAD:
-        parts[-1:] = [f"WARNING: the machine was busy at the start (1-min load average {load:.1f}).", ""]
     parts += [
         render("coordinator vs pypaimon's own commit, on S3", summary_rows(results)),
         "",
@@ -690,13 +480,6 @@ def _ratio(ours: float, theirs: float) -> str:
     return f"{ours / theirs:.2f}x" if theirs else "— (pypaimon made no durable commit)"
 
 
-def save(results: dict[str, Any]) -> Path:
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"s3-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps(results, indent=1, default=str) + "\n")
-    return path
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     # SIGTERM (a CI timeout, `kill`): still stop SeaweedFS and the service, and reap the writers.
     exit_on_sigterm()
@@ -706,15 +489,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = run(args, Path(tmp))
     results["elapsed_s"] = time.perf_counter() - started
     text = report(results)
-    path = save(results)
+    path = save(results, "s3-")
     print(text)
     print(f"\nraw numbers: {path}  (total {results['elapsed_s']:.0f} s)")
     return 0
 
 
 if __name__ == "__main__":
-    # Run as a script this file is `__main__`; the writers are spawned by reference to their module,
-    # so they must live in `bench.s3_commits`, which a spawned child can import.
-    from bench.s3_commits import main as _main
-
-    sys.exit(_main())
+    sys.exit(main())

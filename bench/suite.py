@@ -136,18 +136,14 @@ def environment() -> dict[str, Any]:
 def report(results: dict[str, Any], counts: Counts) -> str:
     """All tables of the run, one per database that completed."""
     pypaimon = results["pypaimon"]
-    revisions = {_revision_text(o["revision"]) for o in results["coordinator"].values() if "revision" in o}
+    revisions = {revision_text(o["revision"]) for o in results["coordinator"].values() if "revision" in o}
     parts = [
         f"coordinator at {', '.join(sorted(revisions)) or '?'}; pypaimon {pypaimon['version']} baseline "
         f"measured in this run. Targets are the issue's, set for PostgreSQL (shown for SQLite for "
         f"reference). ratio > 1 favours the coordinator.",
+        *busy_warning(results),
         "",
     ]
-    load = results["load_average_start"][0]
-    if load > BUSY_LOAD:
-        # Two cores: another process using one of them halves what the benchmark measures. (The load at
-        # the end is recorded but not judged: by then it counts the benchmark's own writer processes.)
-        parts[-1:] = [f"WARNING: the machine was busy at the start (1-min load average {load:.1f}).", ""]
     if len(revisions) > 1:
         parts[-1:] = ["WARNING: the code changed between the databases' runs; compare them with care.", ""]
     for database, outcome in results["coordinator"].items():
@@ -172,13 +168,27 @@ def report(results: dict[str, Any], counts: Counts) -> str:
     return "\n".join(parts)
 
 
-def _revision_text(revision: dict[str, Any]) -> str:
+def busy_warning(results: dict[str, Any]) -> list[str]:
+    """A warning line when the machine was busy at the start of the run, else none.
+
+    Two cores: another process using one of them halves what the benchmark measures. (The load at the
+    end is recorded but not judged: by then it counts the benchmark's own writer processes.)
+    """
+    load = results["load_average_start"][0]
+    if load <= BUSY_LOAD:
+        return []
+    return [f"WARNING: the machine was busy at the start (1-min load average {load:.1f})."]
+
+
+def revision_text(revision: dict[str, Any]) -> str:
+    """The commit the service ran from, and whether service/ or client/ had uncommitted changes."""
     return f"{revision['commit']}{' (+ uncommitted changes)' if revision['dirty'] else ''}"
 
 
-def save(results: dict[str, Any]) -> Path:
+def save(results: dict[str, Any], prefix: str = "") -> Path:
+    """bench/results/<prefix><timestamp>.json."""
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path = RESULTS / f"{prefix}{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(results, indent=1, default=str) + "\n")
     return path
 
