@@ -7,7 +7,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +14,7 @@ from types import TracebackType
 
 import httpx
 
+from tests import databases
 from tests.processes import stop_process
 
 REPO = Path(__file__).resolve().parent.parent
@@ -38,21 +38,8 @@ def sqlite_url(directory: Path) -> str:
 @contextmanager
 def postgres_database() -> Iterator[str]:
     """A fresh PostgreSQL database for one run; dropped on exit even after a failure."""
-    from sqlalchemy import create_engine, text
-
-    name = f"coordinator_bench_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(f"{PG_SERVER}/postgres", isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        try:
-            yield f"{PG_SERVER}/{name}"
-        finally:
-            # FORCE: a service that failed to stop must not keep the database alive.
-            with admin.connect() as conn:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    finally:
-        admin.dispose()
+    with databases.postgres_database("coordinator_bench", PG_SERVER) as url:
+        yield url
 
 
 class CoordinatorProcess:

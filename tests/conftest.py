@@ -4,7 +4,6 @@ storage-touching modules (those that set `STORES = ("local", "s3")`) also run on
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import threading
@@ -25,6 +24,7 @@ from coordinator.db.migrate import upgrade
 from coordinator.db.models import Base
 from coordinator.services import Services
 from coordinator.settings import Settings
+from tests.databases import postgres_database
 from tests.seaweed import BUCKET, SeaweedFS
 
 if TYPE_CHECKING:
@@ -56,7 +56,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("store", stores, indirect=True)
 
 
-PG_SERVER = os.environ.get("COORDINATOR_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432")
 OWNED_TABLES = tuple(name for name in Base.metadata.tables if name != "alembic_version")
 """The tables the service owns, emptied between PostgreSQL tests."""
 
@@ -64,18 +63,9 @@ OWNED_TABLES = tuple(name for name in Base.metadata.tables if name != "alembic_v
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
     """A fresh PostgreSQL database for this test session, migrated by Alembic, dropped at the end."""
-    name = f"coordinator_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(f"{PG_SERVER}/postgres", isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = f"{PG_SERVER}/{name}"
-    try:
+    with postgres_database("coordinator_test") as url:
         upgrade(url)
         yield url
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -26,7 +26,7 @@ from coordinator.settings import Settings
 from coordinator.usecases import commit_records
 from coordinator.usecases.commits import Committer
 from coordinator_client.models import CommitRequest
-from tests.conftest import PG_SERVER
+from tests.databases import postgres_database
 from tests.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows
 from tests.pause import PausedCall
 from tests.served import ServedCoordinator
@@ -44,16 +44,8 @@ FIELDS = {"dt": "STRING", "region": "STRING", "id": "BIGINT"}
 @pytest.fixture
 def empty_pg() -> Iterator[str]:
     """A new, empty PostgreSQL database (not migrated), dropped at the end."""
-    name = f"coordinator_replicas_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(f"{PG_SERVER}/postgres", isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield f"{PG_SERVER}/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with postgres_database("coordinator_replicas") as url:
+        yield url
 
 
 @pytest.fixture
