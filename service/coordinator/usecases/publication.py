@@ -88,7 +88,7 @@ class Publication:
                 self.publish(table, files)
             except SnapshotTaken as taken:
                 # Recorded but never published nor acknowledged (a crash, or a store that failed): a
-                # resend of those commits finds them `overwritten` and commits them again.
+                # resend of those commits finds no record of them and commits them again.
                 self.forget_taken(table, taken.snapshot_id)
                 latest = taken.snapshot_id - 1
                 files = [f for f in files if f.id < taken.snapshot_id]
@@ -104,10 +104,10 @@ class Publication:
         return self._overwritten(table, latest) is not None
 
     def take_back_overwritten(self, table: Table, latest: int) -> list[ResolvedCommittable]:
-        """Under the lock: when an outside writer overwrote our published snapshot `latest`, record its
-        snapshot under that id instead (table size moved by both deltas, index rebuilt by the next commit),
-        mark our commit `overwritten`, and return our changes to apply again on top ([] when there is
-        nothing to take back)."""
+        """Under the lock: when an outside writer overwrote published snapshot `latest`, record its
+        snapshot under that id instead (table size moved by both deltas, index rebuilt by the next commit).
+        When the lost one was a commit of ours, mark it `overwritten` and return its changes to apply
+        again on top; one we had adopted from another outside writer is theirs to redo ([])."""
         found = self._overwritten(table, latest)
         if found is None:
             return []
@@ -131,8 +131,17 @@ class Publication:
             repo.delete_snapshots(conn, table.id, above=latest - 1)
             repo.insert_snapshots(conn, table.id, [theirs.row(published=True)])
             index.reset_index(conn, table.id)
-            repo.mark_overwritten(conn, table.id, [(ours.commit_user, ours.commit_identifier)])
+            acknowledged = repo.find_committed(conn, table.id, ours.commit_user, ours.commit_identifier)
+            if acknowledged is not None:
+                repo.mark_overwritten(conn, table.id, [(ours.commit_user, ours.commit_identifier)])
         self._states.invalidate(table.id)
+        if acknowledged is None:
+            log.warning(
+                "adopted snapshot %d of %s was replaced on storage by another outside writer",
+                latest,
+                table.id,
+            )
+            return []
         self._metrics.snapshots_overwritten.inc()
         log.error(
             "snapshot %d of %s, committed by %s/%d and acknowledged, was overwritten on storage by a writer "
