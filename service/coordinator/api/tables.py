@@ -10,7 +10,7 @@ from coordinator.api.errors import AUTH_ERRORS, CREATE_ERRORS, DROP_ERRORS, TABL
 from coordinator.api.paging import TablePageDep
 from coordinator.api.params import TableId
 from coordinator.errors import InvalidRequest
-from coordinator.usecases.tables import TableEntry
+from coordinator.usecases.table_pages import TableEntry
 from coordinator_client.models import (
     CreateTableRequest,
     SchemaFieldModel,

@@ -18,7 +18,8 @@ from sqlalchemy import Engine
 from coordinator.clock import Clock
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
-from coordinator.usecases.tables import TableEntry, Tables
+from coordinator.usecases.table_pages import TableEntry
+from coordinator.usecases.tables import Tables
 from coordinator_client.models import (
     ConflictEventModel,
     MinuteCountModel,

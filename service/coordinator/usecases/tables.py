@@ -2,27 +2,21 @@
 
 from __future__ import annotations
 
-import base64
-import json
 import threading
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
 from coordinator.clock import Clock
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
-from coordinator.db.models import TableRow
-from coordinator.domain.locations import ancestor_keys, contains, is_root, location_key, overlaps
-from coordinator.domain.retention import Retention
+from coordinator.domain.locations import is_root, location_key
 from coordinator.domain.table_schema import TableShape
-from coordinator.domain.table_stats import TableStats
 from coordinator.errors import (
     InvalidRequest,
     LocationInUse,
-    PurgeRefused,
     TableAlreadyExists,
     TableNotFound,
 )
@@ -31,9 +25,23 @@ from coordinator.storage.layout import TableLayout
 from coordinator.storage.store_uri import table_location
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.snapshots_on_storage import find_latest_snapshot_id, latest_schema_id
+from coordinator.usecases.table_locations import (
+    CREATED,
+    REGISTERED,
+    in_use,
+    overlapping_owner,
+    refuse_purge,
+)
+from coordinator.usecases.table_pages import (
+    TableEntry,
+    TablePage,
+    decode_page_token,
+    encode_page_token,
+    table_entry,
+)
+from coordinator.usecases.table_schema_rules import build_schema, check_supported
 from coordinator.usecases.table_stats import stats_on_storage
-from coordinator_client.format.schema import SchemaField, TableSchema
-from coordinator_client.format.types import parse_type
+from coordinator_client.format.schema import TableSchema
 from coordinator_client.models import CreateTableRequest
 
 
@@ -55,11 +63,6 @@ class Table:
 
 
 TABLE_LOCK_PREFIX = "table:"
-
-CREATED = "created"
-"""`paimon_tables.origin` of a table whose folder the coordinator made: purge may delete that folder."""
-REGISTERED = "registered"
-"""`paimon_tables.origin` of a table registered by location: its files were found, never purged."""
 
 
 def version_of(table: Table) -> repo.TableVersion:
@@ -164,7 +167,7 @@ class Tables:
             rows = repo.list_tables(
                 conn, limit=limit + 1, after=after, database=database, name_prefix=name_prefix
             )
-        entries = [_entry(r) for r in rows[:limit]]
+        entries = [table_entry(r) for r in rows[:limit]]
         more = len(rows) > limit
         return TablePage(entries, encode_page_token(entries[-1]) if more else None)
 
@@ -178,7 +181,7 @@ class Tables:
             row = repo.get_table(conn, table_id)
         if row is None:
             raise TableNotFound(f"table {table_id} does not exist")
-        return _entry(row)
+        return table_entry(row)
 
     def latest_snapshot_id(self, table_id: str) -> int:
         with self._engine.connect() as conn:
@@ -238,44 +241,13 @@ class Tables:
             if row is None:
                 raise TableNotFound(f"table {table_id} does not exist")
             if purge:
-                self._check_purge(conn, row)
+                refuse_purge(conn, row, self._root)
             if not repo.delete_table(conn, table_id):
                 raise TableNotFound(f"table {table_id} does not exist")
         with self._lock:
             self._cache.pop(table_id, None)
         if purge:
             self._fileio.delete_tree(row.location)
-
-    def _check_purge(self, conn: Connection, row: TableRow) -> None:
-        """Raises PurgeRefused unless the row's location is the folder this coordinator made for it,
-        inside the warehouse, and no other table's folder is, encloses or lies inside it."""
-        if row.origin != CREATED:
-            raise PurgeRefused(
-                f"table {row.id} was registered by location: its files at {row.location} were found, not "
-                "made by the coordinator, and are not purged; drop it without purge",
-                field="purge",
-            )
-        made = f"{self._root}/{row.database}.db/{row.name}"
-        try:
-            key = location_key(row.location)
-        except ValueError:
-            key = ""
-        # The folder create() makes is strictly inside the warehouse; anything else (an empty location,
-        # the warehouse itself, a folder of an earlier warehouse setting) is not this purge's to delete.
-        if not key or is_root(key) or key != location_key(made) or not contains(self._root, key):
-            raise PurgeRefused(
-                f"table {row.id}'s location {row.location!r} is not the folder this coordinator makes for "
-                f"it ({made}); drop it without purge",
-                field="purge",
-            )
-        owners = repo.location_owners(conn, key, ancestor_keys(key), excluding=row.id)
-        clash = next((o for o in owners if overlaps(o.location_key, key)), None)
-        if clash is not None:
-            raise PurgeRefused(
-                f"table {clash.id} at {clash.location} shares the folder of table {row.id}; "
-                "drop without purge",
-                field="purge",
-            )
 
     def _register(self, request: CreateTableRequest, table_id: str) -> Table:
         if request.fields or request.partition_keys or request.primary_keys or request.options:
@@ -301,7 +273,7 @@ class Tables:
         if schema_id is None:
             raise InvalidRequest(f"no Paimon table at {location} (no schema/ files)", field="location")
         schema = TableSchema.from_json(self._fileio.read(layout.schema(schema_id)).decode())
-        _check_supported(schema, field="location")
+        check_supported(schema, field="location")
         latest = find_latest_snapshot_id(self._fileio, layout) or 0
         table = self._insert(
             table_id, request, str(uuid.uuid4()), location, key, REGISTERED, schema, latest=latest
@@ -324,10 +296,9 @@ class Tables:
     def _check_location_free(self, location: str, key: str, *, field: str | None) -> None:
         """Raises LocationInUse naming the table whose folder is, encloses or lies inside `location`."""
         with self._engine.connect() as conn:
-            owners = repo.location_owners(conn, key, ancestor_keys(key))
-        clash = next((o for o in owners if overlaps(o.location_key, key)), None)
+            clash = overlapping_owner(conn, key)
         if clash is not None:
-            raise LocationInUse(_in_use(location, key, clash), field=field)
+            raise LocationInUse(in_use(location, key, clash), field=field)
 
     def _owned_by_another(self, key: str, table_id: str) -> bool:
         """True when a table other than `table_id` owns exactly the folder of `key`."""
@@ -389,12 +360,11 @@ class Tables:
                 f"{location} was taken by another table while {table_id} was being recorded", field=field
             ) from None
         with self._engine.connect() as conn:
-            owners = repo.location_owners(conn, key, ancestor_keys(key), excluding=table_id)
-        clash = next((o for o in owners if overlaps(o.location_key, key)), None)
+            clash = overlapping_owner(conn, key, excluding=table_id)
         if clash is not None:
             with self._engine.begin() as conn:
                 repo.delete_table(conn, table_id)
-            raise LocationInUse(_in_use(location, key, clash), field=field)
+            raise LocationInUse(in_use(location, key, clash), field=field)
         return self.get(table_id)
 
     def _table(
@@ -402,147 +372,3 @@ class Tables:
     ) -> Table:
         shape = TableShape.of(TableSchema.from_json(schema_json))
         return Table(table_id, database, name, table_uuid, location, shape, TableLayout(location))
-
-
-@dataclass(frozen=True)
-class TableEntry:
-    """A table as the table list and the overview show it: its row, its schema and its recorded size."""
-
-    id: str
-    database: str
-    name: str
-    uuid: str
-    location: str
-    schema: TableSchema
-    latest_snapshot_id: int
-    stats: TableStats
-    last_commit_at: float | None
-
-
-@dataclass(frozen=True)
-class TablePage:
-    entries: list[TableEntry]
-    next_page_token: str | None
-
-
-def _in_use(location: str, key: str, owner: repo.LocationOwner) -> str:
-    if owner.location_key == key:
-        return f"{location} is already the location of table {owner.id}"
-    if contains(owner.location_key, key):
-        return f"{location} lies inside the folder of table {owner.id} ({owner.location})"
-    return f"{location} encloses the folder of table {owner.id} ({owner.location})"
-
-
-def _entry(row: TableRow) -> TableEntry:
-    return TableEntry(
-        row.id,
-        row.database,
-        row.name,
-        row.uuid,
-        row.location,
-        TableSchema.from_json(row.schema_json),
-        row.latest_snapshot_id,
-        TableStats(row.total_record_count, row.file_count, row.file_bytes),
-        row.last_commit_at,
-    )
-
-
-def encode_page_token(last: TableEntry) -> str:
-    """Opaque to clients: where the next page starts, (database, name) of the last table listed."""
-    raw = json.dumps([last.database, last.name], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_page_token(token: str) -> tuple[str, str]:
-    """Raises:
-    InvalidRequest: naming page_token, when the token is not one `encode_page_token` made.
-    """
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        database, name = json.loads(raw)
-    except (ValueError, TypeError):
-        raise InvalidRequest("not a page token of this service", field="page_token") from None
-    if not isinstance(database, str) or not isinstance(name, str):
-        raise InvalidRequest("not a page token of this service", field="page_token")
-    return database, name
-
-
-def build_schema(request: CreateTableRequest, *, now_millis: int) -> TableSchema:
-    """schema-0 of a new table, validated: Paimon's rules plus what the coordinator supports.
-
-    Raises:
-        InvalidRequest: naming the offending field.
-    """
-    if not request.fields:
-        raise InvalidRequest("a new table needs fields (or a location to register)", field="fields")
-    names = [f.name for f in request.fields]
-    for i, f in enumerate(request.fields):
-        if names.index(f.name) != i:
-            raise InvalidRequest(f"duplicate field name {f.name!r}", field=f"fields[{i}].name")
-    types = []
-    for i, f in enumerate(request.fields):
-        try:
-            t = parse_type(f.type)
-        except ValueError as e:
-            raise InvalidRequest(str(e), field=f"fields[{i}].type") from None
-        types.append(t)
-    for key_list, label in ((request.partition_keys, "partitionKeys"), (request.primary_keys, "primaryKeys")):
-        for i, key in enumerate(key_list):
-            if key not in names:
-                raise InvalidRequest(f"{key!r} is not a field of the table", field=f"{label}[{i}]")
-            if key_list.index(key) != i:
-                raise InvalidRequest(f"{key!r} is listed twice", field=f"{label}[{i}]")
-    if request.primary_keys:
-        for key in request.partition_keys:
-            if key not in request.primary_keys:
-                raise InvalidRequest(
-                    f"the primary key must include the partition key {key!r}", field="primaryKeys"
-                )
-    options = {"file.format": "parquet", **request.options}
-    try:
-        Retention.of(options)
-    except ValueError as error:
-        named = next((k for k in request.options if k in str(error)), None)
-        raise InvalidRequest(str(error), field=f"options.{named}" if named else "options") from None
-    if request.primary_keys:
-        # Primary-key columns are NOT NULL in Paimon.
-        types = [t.not_null() if n in request.primary_keys else t for n, t in zip(names, types, strict=True)]
-    fields = tuple(
-        SchemaField(i, f.name, str(t), f.description)
-        for i, (f, t) in enumerate(zip(request.fields, types, strict=True))
-    )
-    schema = TableSchema(
-        id=0,
-        fields=fields,
-        highest_field_id=len(fields) - 1,
-        partition_keys=tuple(request.partition_keys),
-        primary_keys=tuple(request.primary_keys),
-        options=options,
-        comment=request.comment,
-        time_millis=now_millis,
-    )
-    _check_supported(schema, field="options.bucket")
-    return schema
-
-
-def _check_supported(schema: TableSchema, *, field: str) -> None:
-    """The bucket modes the coordinator commits to: fixed buckets, or bucket-unaware append tables."""
-    raw = schema.options.get("bucket", "-1")
-    try:
-        bucket = int(raw)
-    except ValueError:
-        raise InvalidRequest(f"bucket must be an integer, got {raw!r}", field=field) from None
-    if schema.primary_keys and bucket < 1:
-        raise InvalidRequest(
-            "primary-key tables need a fixed bucket count (bucket >= 1); dynamic and postpone buckets "
-            "are not supported",
-            field=field,
-        )
-    if (not schema.primary_keys and bucket == 0) or bucket < -1:
-        raise InvalidRequest(f"bucket must be -1 (unaware) or >= 1, got {bucket}", field=field)
-    if not schema.primary_keys and bucket >= 1 and not schema.options.get("bucket-key"):
-        raise InvalidRequest("an append table with fixed buckets needs the bucket-key option", field=field)
-    try:
-        TableShape.of(schema)
-    except ValueError as e:
-        raise InvalidRequest(str(e), field=field) from None
