@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from coordinator.domain.committable import ResolvedCommittable
+from coordinator.domain.committable import ResolvedCommittable, resolve_committable
+from coordinator.usecases.tables import Table, version_of
 from coordinator_client.format.manifest import ManifestEntry
 from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import CommitRequest, CommitResponse, InFlightCommitModel
@@ -63,6 +64,19 @@ class PendingCommit:
     def built(self) -> list[tuple[int, list[ManifestEntry]]]:
         """Each snapshot built for this commit with its delta entries, in order."""
         return [(s.id, self.deltas[s.id]) for s in self.snapshots]
+
+    def resolve_for(self, table: Table, *, now_millis: int) -> None:
+        """Make sure the committable is resolved against `table` as it is now: one resolved against an
+        older version (another replica re-created or altered the table) is resolved again from its
+        request, so it gets the answer a replica that never saw the old table would give.
+
+        Raises:
+            InvalidRequest: it is not valid for the table now.
+        """
+        version = version_of(table)
+        if self.version != version:
+            self.resolved = resolve_committable(self.request, table.shape, now_millis=now_millis)
+            self.version = version
 
     @property
     def decided(self) -> bool:

@@ -81,6 +81,25 @@ class GroupResult:
         self.committed, self.rejected = [], []
         self.later = [m for m in group if id(m) not in settled]
 
+    def requeue_from(self, taken: int) -> None:
+        """An outside writer took snapshot id `taken` before our publication: the committed members whose
+        snapshots start there go to the next group; those before it stand."""
+        standing = [m for m in self.committed if m.snapshots[-1].id < taken]
+        for member in self.committed[len(standing) :]:
+            if member.snapshots[0].id < taken:
+                # Part of it was published before the id was taken: it cannot be decided again whole.
+                member.fail(
+                    RuntimeError(
+                        f"snapshot {member.snapshots[0].id} of this commit was published, and snapshot "
+                        f"{taken} was taken by a writer outside the coordinator; the rest is not committed"
+                    )
+                )
+                continue
+            member.snapshots.clear()
+            member.deltas.clear()
+            self.later.append(member)
+        self.committed = standing
+
     def answer(self) -> None:
         for member in self.committed:
             response = CommitResponse(
@@ -165,6 +184,20 @@ def _advance(conn: Connection, change: TableChange) -> bool:
     )
 
 
+def record_finish(bookkeeping: Engine, table: Table, result: GroupResult, hold: Hold, now: float) -> None:
+    """One transaction after publishing: mark the snapshots published, complete the history (phase
+    timings, rejections) and release the lock; losing it in a crash only means publishing again."""
+    if not result.committed and not result.rejected:
+        return
+    with bookkeeping.begin() as conn:
+        published = [s.id for m in result.committed for s in m.snapshots]
+        if published:
+            repo.mark_published(conn, table.id, through=published[-1])
+        repo.update_commit_timings(conn, table.id, [(*m.key, m.timings) for m in result.committed])
+        repo.insert_commits(conn, table.id, [history_row(m, now, c) for m, c in result.rejected])
+        hold.release_in(conn)
+
+
 def refs(snapshots: Sequence[Snapshot]) -> list[SnapshotRef]:
     return [SnapshotRef(id=s.id, commit_kind=s.commit_kind.value) for s in snapshots]
 
@@ -194,6 +227,18 @@ def recorded_answer(stored: repo.StoredCommit) -> CommitResponse | CommitConflic
     return CommitResponse(
         snapshots=[SnapshotRef.model_validate(s) for s in stored.snapshots], deduplicated=True, timings={}
     )
+
+
+def answer_from_record(stored: repo.StoredCommit) -> CommitResponse:
+    """The recorded answer for a resend: its snapshots, or its rejection raised.
+
+    Raises:
+        CommitConflict: the commit was rejected.
+    """
+    answer = recorded_answer(stored)
+    if isinstance(answer, CommitConflict):
+        raise answer
+    return answer
 
 
 def group_context(conn: Connection, table: Table, group: Sequence[PendingCommit]) -> repo.GroupContext:

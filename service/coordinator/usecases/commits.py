@@ -14,7 +14,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Literal
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
@@ -42,16 +41,19 @@ from coordinator.usecases.commit_records import (
     GroupResult,
     TableChange,
     TableChanged,
+    answer_from_record,
     commit_point,
     conflict_model,
     group_context,
     history_row,
+    record_finish,
     recorded_answer,
     replay_recorded,
 )
 from coordinator.usecases.file_checks import FileChecks
 from coordinator.usecases.live_index import LiveIndex
 from coordinator.usecases.publication import Publication, SnapshotTaken
+from coordinator.usecases.reapplication import reapplying
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.snapshot_writer import write_snapshots
 from coordinator.usecases.table_hold import Hold, TableHolds
@@ -65,9 +67,6 @@ MAX_GROUP = 32
 AfterCommit = Callable[[str, int], None]
 """Called with (table id, latest snapshot id) once a commit stands. What it raises is logged and counted
 (coordinator_post_commit_failures_total), never answered: the commit stands whatever happens after it."""
-
-PostCommitStep = Literal["retention", "commit-log"]
-"""Work after the commit point and publication, named in the log and in the failure metric."""
 
 log = logging.getLogger(__name__)
 
@@ -153,13 +152,9 @@ class Committer:
             try:
                 hook(table.id, response.snapshots[-1].id)
             except Exception:
-                self.post_commit_failed("retention", table.id)
+                log.exception("retention after a commit to %s failed; the commit stands", table.id)
+                self._metrics.post_commit_failures.labels("retention").inc()
         return response
-
-    def post_commit_failed(self, step: PostCommitStep, table_id: str) -> None:
-        """Log (with the exception being handled) and count a failure of work after a commit stood."""
-        log.exception("%s after a commit to %s failed; the commit stands", step, table_id)
-        self._metrics.post_commit_failures.labels(step).inc()
 
     def in_flight(self) -> list[InFlightCommitModel]:
         """The commits this instance is working on, oldest first, with the phase each is in."""
@@ -198,7 +193,7 @@ class Committer:
                 # Unless the table has snapshots left unpublished (a failed store): then the resend
                 # takes the queue, whose catch-up publishes them before it answers from the record.
                 if stored is not None and not repo.unpublished_snapshots(conn, table.id):
-                    return _replayed(stored)
+                    return answer_from_record(stored)
         try:
             self._file_checks.verify(table, resolved)
         except DataFileMissing:
@@ -207,7 +202,7 @@ class Committer:
                 stored = repo.find_committed(conn, table.id, resolved.commit_user, resolved.identifier)
             if stored is None:
                 raise
-            return _replayed(stored)
+            return answer_from_record(stored)
         pending = PendingCommit(resolved, key, started, request, version_of(table))
         pending.waited("validate")
         pending.current = "lockWait"
@@ -254,7 +249,7 @@ class Committer:
             table, context, unpublished = self._group_context(table, group)
             state, lost = self.publication.catch_up(table, context.latest_snapshot_id, unpublished)
         # An acknowledged commit an outside writer overwrote goes first: its rows come back at once.
-        reapplied = [_reapplying(table, resolved) for resolved in lost]
+        reapplied = [reapplying(table, resolved) for resolved in lost]
         group = reapplied + group
         result = GroupResult()
         previous_id = state.snapshot_id
@@ -266,7 +261,10 @@ class Committer:
                 if stored is not None:
                     result.replayed.append((member, recorded_answer(stored)))
                     continue
-                if not self._resolved_for(table, member, result):
+                try:
+                    member.resolve_for(table, now_millis=self._clock.local_millis())
+                except InvalidRequest as invalid:
+                    result.invalid.append((member, invalid))
                     continue
                 claims = {member.key} | ({member.idempotency_key} if member.idempotency_key else set())
                 if claims & taken:
@@ -326,7 +324,10 @@ class Committer:
             try:
                 self.publication.write(table, files)
             except SnapshotTaken as taken:
-                self._requeue_from_taken(table, result, taken.snapshot_id)
+                # Our snapshots from the taken id on were never visible: forgotten, and their members
+                # decided again on top of the outsider's snapshot.
+                self.publication.forget_taken(table, taken.snapshot_id)
+                result.requeue_from(taken.snapshot_id)
             except StorageUnavailable as failed:
                 raise StorageUnavailable(
                     f"recorded as snapshot(s) up to {files[-1].id}, but publishing failed "
@@ -335,26 +336,6 @@ class Committer:
                     retry_after_seconds=failed.retry_after_seconds,
                 ) from failed
         return result
-
-    def _requeue_from_taken(self, table: Table, result: GroupResult, taken: int) -> None:
-        """An outside writer took snapshot id `taken` before our publication: the members whose
-        snapshots start there were never visible and go to the next group, decided on top of it."""
-        self.publication.forget_taken(table, taken)
-        standing = [m for m in result.committed if m.snapshots[-1].id < taken]
-        for member in result.committed[len(standing) :]:
-            if member.snapshots[0].id < taken:
-                # Part of it was published before the id was taken: it cannot be decided again whole.
-                member.fail(
-                    RuntimeError(
-                        f"snapshot {member.snapshots[0].id} of this commit was published, and snapshot "
-                        f"{taken} was taken by a writer outside the coordinator; the rest is not committed"
-                    )
-                )
-                continue
-            member.snapshots.clear()
-            member.deltas.clear()
-            result.later.append(member)
-        result.committed = standing
 
     def _group_context(
         self, table: Table, group: list[PendingCommit]
@@ -381,24 +362,6 @@ class Committer:
             self._states.invalidate(table.id)
             raise
         return table, context, unpublished
-
-    def _resolved_for(self, table: Table, member: PendingCommit, result: GroupResult) -> bool:
-        """Make sure `member` is resolved against `table` as it is now: a committable resolved against an
-        older version is resolved again from its request, so it gets the answer a replica that never
-        saw the old table would give. False when it is not valid for the table now (then it is in
-        `result.invalid`)."""
-        version = version_of(table)
-        if member.version == version:
-            return True
-        try:
-            member.resolved = resolve_committable(
-                member.request, table.shape, now_millis=self._clock.local_millis()
-            )
-        except InvalidRequest as invalid:
-            result.invalid.append((member, invalid))
-            return False
-        member.version = version
-        return True
 
     def _decide_member(
         self,
@@ -430,33 +393,7 @@ class Committer:
         self._states.invalidate(table.id)
 
     def _finish(self, table: Table, result: GroupResult, hold: Hold) -> None:
-        """One transaction after publishing: mark the snapshots published, complete the history (phase
-        timings, rejections) and release the lock; losing it in a crash only means publishing again."""
         finished = time.perf_counter()
         for member in result.committed:
             member.timings["total"] = round((finished - member.started) * 1000, 3)
-        if not result.committed and not result.rejected:
-            return
-        now = self._clock.now()
-        with self._bookkeeping.begin() as conn:
-            published = [s.id for m in result.committed for s in m.snapshots]
-            if published:
-                repo.mark_published(conn, table.id, through=published[-1])
-            repo.update_commit_timings(conn, table.id, [(*m.key, m.timings) for m in result.committed])
-            repo.insert_commits(conn, table.id, [history_row(m, now, c) for m, c in result.rejected])
-            hold.release_in(conn)
-
-
-def _replayed(stored: repo.StoredCommit) -> CommitResponse:
-    answer = recorded_answer(stored)
-    if isinstance(answer, CommitConflict):
-        raise answer
-    return answer
-
-
-def _reapplying(table: Table, resolved: ResolvedCommittable) -> PendingCommit:
-    """A member nobody waits for: a lost commit's changes, decided like any other commit."""
-    request = CommitRequest.model_validate(
-        {"commitUser": resolved.commit_user, "identifier": resolved.identifier, "messages": []}
-    )
-    return PendingCommit(resolved, None, time.perf_counter(), request, version_of(table))
+        record_finish(self._bookkeeping, table, result, hold, self._clock.now())

@@ -10,11 +10,15 @@ is rejected and stays lost (the history says `overwritten`).
 
 from __future__ import annotations
 
+import time
+
 from coordinator.domain.committable import ResolvedCommittable
 from coordinator.storage.fileio import FileIO
-from coordinator.usecases.tables import Table
+from coordinator.usecases.commit_queue import PendingCommit
+from coordinator.usecases.tables import Table, version_of
 from coordinator_client.format.manifest import ManifestEntry, decode_manifest, decode_manifest_list
 from coordinator_client.format.snapshot import CommitKind, Snapshot
+from coordinator_client.models import CommitRequest
 
 
 def reapplication(fileio: FileIO, table: Table, lost: Snapshot) -> ResolvedCommittable:
@@ -31,6 +35,14 @@ def reapplication(fileio: FileIO, table: Table, lost: Snapshot) -> ResolvedCommi
         compact=delta if compact else [],
         compact_changelog=changelog if compact else [],
     )
+
+
+def reapplying(table: Table, resolved: ResolvedCommittable) -> PendingCommit:
+    """A group member nobody waits for: a lost commit's changes, decided like any other commit."""
+    request = CommitRequest.model_validate(
+        {"commitUser": resolved.commit_user, "identifier": resolved.identifier, "messages": []}
+    )
+    return PendingCommit(resolved, None, time.perf_counter(), request, version_of(table))
 
 
 def _entries(fileio: FileIO, table: Table, manifest_list: str) -> list[ManifestEntry]:
