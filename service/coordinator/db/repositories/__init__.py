@@ -42,6 +42,7 @@ from coordinator.db.repositories.health import ping
 from coordinator.db.repositories.snapshots import (
     StoredSnapshot,
     delete_snapshots,
+    earliest_recorded_id,
     get_snapshot,
     insert_snapshots,
     list_snapshots,
@@ -89,6 +90,7 @@ __all__ = [
     "delete_committed",
     "delete_snapshots",
     "delete_table",
+    "earliest_recorded_id",
     "find_by_idempotency_key",
     "find_committed",
     "find_latest_attempt",

@@ -1,0 +1,76 @@
+"""Tables: create (the coordinator picks the location and writes schema-0), list, get, drop."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from coordinator.api.auth import Admin
+from coordinator.api.deps import ServicesDep
+from coordinator.api.rest_catalog.errors import responses
+from coordinator.api.rest_catalog.models import CreateTableRequest, GetTableResponse, ListTablesResponse
+from coordinator.api.rest_catalog.paging import DEFAULT, MaxResults, NamePattern, PageToken
+from coordinator.api.rest_catalog.params import DatabaseName, TablePath
+from coordinator.api.rest_catalog.schemas import native_create, table_response
+from coordinator.errors import (
+    DatabaseNotFound,
+    InvalidRequest,
+    LocationInUse,
+    NotSupported,
+    PurgeRefused,
+    TableAlreadyExists,
+    TableNotFound,
+)
+
+router = APIRouter(prefix="/{prefix}/databases/{database}/tables")
+
+
+@router.get("", responses=responses(InvalidRequest, DatabaseNotFound))
+def list_tables(
+    database: DatabaseName,
+    services: ServicesDep,
+    max_results: MaxResults = DEFAULT,
+    page_token: PageToken = None,
+    pattern: Annotated[str | None, Query(alias="tableNamePattern", max_length=129)] = None,
+    table_type: Annotated[str | None, Query(alias="tableType", max_length=64)] = None,
+) -> ListTablesResponse:
+    """Names in order, one page at a time; `tableNamePattern` takes a name or a `prefix%`. Every table
+    here is a Paimon table (`tableType` `table`); other types list nothing."""
+    wanted = NamePattern.of(pattern, field="tableNamePattern")
+    services.databases.get(database)
+    if table_type not in (None, "", "table"):
+        return ListTablesResponse(tables=[])
+    try:
+        page = services.tables.page(
+            limit=max_results, page_token=page_token, database=database, name_prefix=wanted.prefix
+        )
+    except InvalidRequest as error:
+        raise InvalidRequest(error.message, field="pageToken") from None
+    names, next_page = wanted.select([e.name for e in page.entries], page.next_page_token)
+    return ListTablesResponse(tables=names, next_page_token=next_page)
+
+
+@router.post("", responses=responses(InvalidRequest, DatabaseNotFound, TableAlreadyExists, LocationInUse))
+def create_table(
+    database: DatabaseName, body: CreateTableRequest, services: ServicesDep, _admin: Admin
+) -> None:
+    """Create a table at `<warehouse>/<database>.db/<table>` and write its `schema/schema-0`. The
+    database must exist; the location is the coordinator's to choose (a `path` option is refused)."""
+    request = native_create(database, body)
+    services.databases.get(database)
+    services.tables.create(request)
+
+
+@router.get("/{table}", responses=responses(TableNotFound, NotSupported))
+def get_table(table: TablePath, services: ServicesDep) -> GetTableResponse:
+    """The table as Paimon's clients load it: `isExternal` false (so they commit through POST
+    .../commit), `path` its location with its scheme, `id` its uuid."""
+    return table_response(services.tables.entry(table.id))
+
+
+@router.delete("/{table}", responses=responses(TableNotFound, NotSupported, PurgeRefused))
+def drop_table(table: TablePath, services: ServicesDep, _admin: Admin) -> None:
+    """Drop the table as Paimon drops a managed table, its folder with it; a table registered through
+    the native API by location is only forgotten (its files were found, not made by the coordinator)."""
+    services.databases.drop_table(table.id)
