@@ -163,7 +163,8 @@ def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:
                     retryable=True,
                 )
             repo.insert_snapshots(conn, table_id, [s.row(published=False) for s in change.snapshots])
-            repo.insert_commits(conn, table_id, change.history)
+            repo.insert_commits(conn, table_id, [h for h in change.history if not h.extends])
+            repo.extend_committed(conn, table_id, [h for h in change.history if h.extends])
             live_index.advance(conn, table_id, change.deltas)
 
 
@@ -217,7 +218,19 @@ def history_row(member: PendingCommit, now: float, conflict: ConflictModel | Non
         # A retryable rejection is not a terminal answer, so it is not replayed for its key.
         idempotency_key=None if conflict is not None and conflict.retryable else member.idempotency_key,
         created_at=now,
+        extends=committed and member.extends_record,
     )
+
+
+def answers_proposal(stored: repo.StoredCommit, member: PendingCommit) -> bool:
+    """Whether the recorded commit answers `member`: always for a native committable (one request is
+    the whole commit); for a proposed snapshot only when a snapshot of its kind is recorded, since
+    Paimon's engines send the APPEND and the COMPACT of one commit as two snapshots, and match their own
+    commit by (commitUser, commitIdentifier, commitKind)."""
+    if member.proposed is None or stored.outcome != "committed":
+        return True
+    kind = member.proposed.snapshot.commit_kind.value
+    return any(s.get("commitKind") == kind for s in stored.snapshots)
 
 
 def recorded_answer(stored: repo.StoredCommit) -> CommitResponse | CommitConflict:

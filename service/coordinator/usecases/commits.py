@@ -36,12 +36,20 @@ from coordinator.errors import (
 from coordinator.observability.commit_events import CommitEvents, Outcome
 from coordinator.observability.metrics import Metrics
 from coordinator.storage.fileio import FileIO
-from coordinator.usecases.commit_queue import CommitQueue, InFlight, PendingCommit, TakeGroup, timed_together
+from coordinator.usecases.commit_queue import (
+    CommitQueue,
+    InFlight,
+    Intake,
+    PendingCommit,
+    TakeGroup,
+    timed_together,
+)
 from coordinator.usecases.commit_records import (
     GroupResult,
     TableChange,
     TableChanged,
     answer_from_record,
+    answers_proposal,
     commit_point,
     conflict_model,
     group_context,
@@ -52,9 +60,12 @@ from coordinator.usecases.commit_records import (
 )
 from coordinator.usecases.file_checks import FileChecks
 from coordinator.usecases.live_index import LiveIndex
+from coordinator.usecases.manifests import ManifestStore
 from coordinator.usecases.publication import Publication, SnapshotTaken
 from coordinator.usecases.reapplication import reapplying
+from coordinator.usecases.snapshot_acceptance import accept_proposal
 from coordinator.usecases.snapshot_file import SnapshotFile
+from coordinator.usecases.snapshot_proposals import ProposedSnapshot, SnapshotProposal, read_proposal
 from coordinator.usecases.snapshot_writer import write_snapshots
 from coordinator.usecases.table_hold import Hold, TableHolds
 from coordinator.usecases.table_state import TableState, TableStates
@@ -97,6 +108,7 @@ class Committer:
         self._clock = clock
         self._max_group = max_group
         self._states = TableStates(fileio)
+        self._fileio = fileio
         self._live_index = LiveIndex(engine)
         self._file_checks = FileChecks(fileio)
         self.publication = Publication(
@@ -124,13 +136,43 @@ class Committer:
         Raises:
             TableNotFound, InvalidRequest, CommitConflict, LockUnavailable.
         """
+
+        def intake(table: Table, now_millis: int) -> tuple[ResolvedCommittable, None]:
+            return resolve_committable(request, table.shape, now_millis=now_millis), None
+
+        return self._answer(table_id, (request.commit_user, request.identifier), intake, idempotency_key)
+
+    def commit_snapshot(self, table_id: str, proposal: SnapshotProposal) -> bool:
+        """Publish a snapshot a Paimon engine finished itself (REST protocol) if it builds on the head.
+
+        Returns True when it is published now or was already (a resend), False when the table's head is
+        not its base: the client rebases and proposes again (see snapshot_acceptance).
+
+        Raises:
+            TableNotFound, InvalidRequest, CommitConflict (a definite conflict), LockUnavailable.
+        """
+        snapshot = proposal.snapshot_json
+        who = (str(snapshot.get("commitUser")), _int_or(snapshot.get("commitIdentifier"), -1))
+
+        def intake(table: Table, _now: int) -> tuple[ResolvedCommittable, ProposedSnapshot]:
+            return read_proposal(proposal, table, ManifestStore.for_table(self._fileio, table))
+
+        try:
+            self._answer(table_id, who, intake, None)
+        except CommitConflict as rejected:
+            if rejected.conflict.retryable:
+                return False
+            raise
+        return True
+
+    def _answer(self, table_id: str, who: tuple[str, int], intake: Intake, key: str | None) -> CommitResponse:
+        """Any door's commit, from its request to its answer, logged and counted."""
         started = time.perf_counter()
-        who = (request.commit_user, request.identifier)
         resolved: ResolvedCommittable | None = None
         try:
             table = self._tables.get(table_id)
-            resolved = resolve_committable(request, table.shape, now_millis=self._clock.local_millis())
-            response = self._commit(table, request, resolved, idempotency_key, started)
+            resolved, proposed = intake(table, self._clock.local_millis())
+            response = self._commit(table, intake, resolved, proposed, key, started)
         except CommitConflict as rejected:
             self._events.answered(table_id, who, resolved, "rejected", conflict=rejected.conflict)
             raise
@@ -179,8 +221,9 @@ class Committer:
     def _commit(
         self,
         table: Table,
-        request: CommitRequest,
+        intake: Intake,
         resolved: ResolvedCommittable,
+        proposed: ProposedSnapshot | None,
         key: str | None,
         started: float,
     ) -> CommitResponse:
@@ -203,7 +246,7 @@ class Committer:
             if stored is None:
                 raise
             return answer_from_record(stored)
-        pending = PendingCommit(resolved, key, started, request, version_of(table))
+        pending = PendingCommit(resolved, key, started, intake, version_of(table), proposed)
         pending.waited("validate")
         pending.current = "lockWait"
         with self._in_flight.tracking(table.id, pending):
@@ -258,6 +301,9 @@ class Committer:
             for index, member in enumerate(group):
                 # The context was read before the catch-up marked a re-applied commit `overwritten`.
                 stored = None if member in reapplied else context.recorded(member.key, member.idempotency_key)
+                if stored is not None and not answers_proposal(stored, member):
+                    member.extends_record = True  # its commit's other kind is recorded: this one joins it
+                    stored = None
                 if stored is not None:
                     result.replayed.append((member, recorded_answer(stored)))
                     continue
@@ -376,7 +422,14 @@ class Committer:
         mark = state.manifests.checkpoint()
         overlay = [built for m in result.committed for built in m.built()]
         try:
-            write_snapshots(table, state, member, self._live_index, overlay, self._clock)
+            if member.proposed is not None:
+                accept_proposal(table, state, member, self._live_index, overlay, self._clock)
+            else:
+                write_snapshots(table, state, member, self._live_index, overlay, self._clock)
+        except InvalidRequest as invalid:  # a proposal whose base lost manifests: nothing was built
+            state.manifests.discard_since(mark)
+            result.invalid.append((member, invalid))
+            return True
         except Conflict as conflict:
             state.manifests.discard_since(mark)
             built = [s for m in group for s in m.snapshots]
@@ -397,3 +450,7 @@ class Committer:
         for member in result.committed:
             member.timings["total"] = round((finished - member.started) * 1000, 3)
         record_finish(self._bookkeeping, table, result, hold, self._clock.now())
+
+
+def _int_or(value: object, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
