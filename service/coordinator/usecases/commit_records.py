@@ -23,7 +23,8 @@ from coordinator.usecases.commit_queue import PendingCommit
 from coordinator.usecases.live_index import Delta
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.table_hold import Hold, unplaced_conflict
-from coordinator.usecases.tables import Table, version_of
+from coordinator.usecases.table_state import TableStates
+from coordinator.usecases.tables import Table, Tables, version_of
 from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import CommitResponse, ConflictModel, SnapshotRef, WinningSnapshot
 
@@ -252,6 +253,33 @@ def answer_from_record(stored: repo.StoredCommit) -> CommitResponse:
     if isinstance(answer, CommitConflict):
         raise answer
     return answer
+
+
+def current_context(
+    engine: Engine, tables: Tables, states: TableStates, table: Table, group: Sequence[PendingCommit]
+) -> tuple[Table, repo.GroupContext, list[repo.StoredSnapshot]]:
+    """Under the lock: the group's context, its unpublished snapshots, and the table as its row is now.
+
+    The row is the truth, not this process's cache: another replica may have dropped the table and
+    created it again (another uuid) or changed its schema (the next schema id). Then the cached table
+    and the in-memory state built for it are dropped, and the group is decided against the table the
+    row describes.
+
+    Raises:
+        TableNotFound: the table was dropped meanwhile.
+    """
+    try:
+        with read_only(engine) as conn:
+            context = group_context(conn, table, group)
+            unpublished = repo.unpublished_snapshots(conn, table.id) if context.has_unpublished else []
+        if context.version != version_of(table):
+            states.invalidate(table.id)
+            table = tables.at_version(table.id, context.version)
+    except TableNotFound:
+        tables.evict(table.id)
+        states.invalidate(table.id)
+        raise
+    return table, context, unpublished
 
 
 def group_context(conn: Connection, table: Table, group: Sequence[PendingCommit]) -> repo.GroupContext:

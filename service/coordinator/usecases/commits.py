@@ -52,7 +52,7 @@ from coordinator.usecases.commit_records import (
     answers_proposal,
     commit_point,
     conflict_model,
-    group_context,
+    current_context,
     history_row,
     record_finish,
     recorded_answer,
@@ -61,12 +61,11 @@ from coordinator.usecases.commit_records import (
 from coordinator.usecases.file_checks import FileChecks
 from coordinator.usecases.live_index import LiveIndex
 from coordinator.usecases.manifests import ManifestStore
+from coordinator.usecases.member_decision import Decider, decide_member
 from coordinator.usecases.publication import Publication, SnapshotTaken
 from coordinator.usecases.reapplication import reapplying
-from coordinator.usecases.snapshot_acceptance import accept_proposal
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.snapshot_proposals import ProposedSnapshot, SnapshotProposal, read_proposal
-from coordinator.usecases.snapshot_writer import write_snapshots
 from coordinator.usecases.table_hold import Hold, TableHolds
 from coordinator.usecases.table_state import TableState, TableStates
 from coordinator.usecases.tables import Table, Tables, version_of
@@ -110,6 +109,7 @@ class Committer:
         self._states = TableStates(fileio)
         self._fileio = fileio
         self._live_index = LiveIndex(engine)
+        self._decider = Decider(engine, self._live_index, clock)
         self._file_checks = FileChecks(fileio)
         self.publication = Publication(
             engine, bookkeeping, fileio, tables, holds, self._states, self._live_index, metrics
@@ -151,8 +151,7 @@ class Committer:
         Raises:
             TableNotFound, InvalidRequest, CommitConflict (a definite conflict), LockUnavailable.
         """
-        snapshot = proposal.snapshot_json
-        who = (str(snapshot.get("commitUser")), _int_or(snapshot.get("commitIdentifier"), -1))
+        who = proposal.commit_key
 
         def intake(table: Table, _now: int) -> tuple[ResolvedCommittable, ProposedSnapshot]:
             return read_proposal(proposal, table, ManifestStore.for_table(self._fileio, table))
@@ -289,7 +288,9 @@ class Committer:
 
     def _decide(self, table: Table, group: list[PendingCommit], hold: Hold) -> GroupResult:
         with timed_together(group, "reconcile"):
-            table, context, unpublished = self._group_context(table, group)
+            table, context, unpublished = current_context(
+                self._engine, self._tables, self._states, table, group
+            )
             state, lost = self.publication.catch_up(table, context.latest_snapshot_id, unpublished)
         # An acknowledged commit an outside writer overwrote goes first: its rows come back at once.
         reapplied = [reapplying(table, resolved) for resolved in lost]
@@ -318,7 +319,7 @@ class Committer:
                     continue
                 taken |= claims
                 hold.check_alive()
-                if not self._decide_member(table, state, member, group, result):
+                if not decide_member(self._decider, table, state, member, group, result):
                     # Part of this committable already advanced the in-memory state: the rest of the
                     # group waits for a state rebuilt from what is committed.
                     result.later.extend(group[index + 1 :])
@@ -383,64 +384,6 @@ class Committer:
                 ) from failed
         return result
 
-    def _group_context(
-        self, table: Table, group: list[PendingCommit]
-    ) -> tuple[Table, repo.GroupContext, list[repo.StoredSnapshot]]:
-        """Under the lock: the group's context, and the table as its row is now.
-
-        The row is the truth, not this process's cache: another replica may have dropped the table and
-        created it again (another uuid) or changed its options (the next schema id). Then the cached
-        table and the in-memory state built for it are dropped, and the group is decided against the
-        table the row describes.
-
-        Raises:
-            TableNotFound: the table was dropped meanwhile.
-        """
-        try:
-            with read_only(self._engine) as conn:
-                context = group_context(conn, table, group)
-                unpublished = repo.unpublished_snapshots(conn, table.id) if context.has_unpublished else []
-            if context.version != version_of(table):
-                self._states.invalidate(table.id)
-                table = self._tables.at_version(table.id, context.version)
-        except TableNotFound:
-            self._tables.evict(table.id)
-            self._states.invalidate(table.id)
-            raise
-        return table, context, unpublished
-
-    def _decide_member(
-        self,
-        table: Table,
-        state: TableState,
-        member: PendingCommit,
-        group: list[PendingCommit],
-        result: GroupResult,
-    ) -> bool:
-        """Write one member's snapshots on top of `state`, or reject it; False when the rejection came
-        after part of it had advanced the state."""
-        mark = state.manifests.checkpoint()
-        overlay = [built for m in result.committed for built in m.built()]
-        try:
-            if member.proposed is not None:
-                accept_proposal(table, state, member, self._live_index, overlay, self._clock)
-            else:
-                write_snapshots(table, state, member, self._live_index, overlay, self._clock)
-        except InvalidRequest as invalid:  # a proposal whose base lost manifests: nothing was built
-            state.manifests.discard_since(mark)
-            result.invalid.append((member, invalid))
-            return True
-        except Conflict as conflict:
-            state.manifests.discard_since(mark)
-            built = [s for m in group for s in m.snapshots]
-            result.rejected.append((member, conflict_model(self._engine, table, conflict, built)))
-            if member.snapshots:
-                member.snapshots.clear()
-                return False
-            return True
-        result.committed.append(member)
-        return True
-
     def _discard(self, table: Table, state: TableState) -> None:
         state.manifests.discard_since(0)
         self._states.invalidate(table.id)
@@ -450,7 +393,3 @@ class Committer:
         for member in result.committed:
             member.timings["total"] = round((finished - member.started) * 1000, 3)
         record_finish(self._bookkeeping, table, result, hold, self._clock.now())
-
-
-def _int_or(value: object, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default

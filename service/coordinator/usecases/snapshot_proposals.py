@@ -34,6 +34,14 @@ class SnapshotProposal:
     statistics: list[dict[str, object]]
     """Per-partition deltas the client computed; the coordinator counts from the manifests instead."""
 
+    @property
+    def commit_key(self) -> tuple[str, int]:
+        """(commitUser, commitIdentifier) as sent, for the log line of an answer, even a refusal's."""
+        identifier = self.snapshot_json.get("commitIdentifier")
+        if not isinstance(identifier, int) or isinstance(identifier, bool):
+            identifier = -1
+        return str(self.snapshot_json.get("commitUser")), identifier
+
 
 @dataclass(frozen=True)
 class ProposedSnapshot:
