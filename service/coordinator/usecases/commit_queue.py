@@ -17,11 +17,16 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from coordinator.domain.committable import ResolvedCommittable, resolve_committable
+from coordinator.domain.committable import ResolvedCommittable
+from coordinator.usecases.snapshot_proposals import ProposedSnapshot
 from coordinator.usecases.tables import Table, version_of
 from coordinator_client.format.manifest import ManifestEntry
 from coordinator_client.format.snapshot import Snapshot
-from coordinator_client.models import CommitRequest, CommitResponse, InFlightCommitModel
+from coordinator_client.models import CommitResponse, InFlightCommitModel
+
+Intake = Callable[[Table, int], tuple[ResolvedCommittable, ProposedSnapshot | None]]
+"""How a door turns its request into what the pipeline decides, against a table at a time (ms): a
+native committable's messages (resolved), or a proposed snapshot (resolved from its delta, and itself)."""
 
 
 @dataclass(eq=False)
@@ -33,10 +38,15 @@ class PendingCommit:
     resolved: ResolvedCommittable
     idempotency_key: str | None
     started: float
-    request: CommitRequest
-    """The committable as it came: resolved again when the table turns out to have changed."""
+    intake: Intake
+    """Resolves the request again when the table turns out to have changed."""
     version: tuple[str, int]
     """The (uuid, schema id) of the table `resolved` was resolved against."""
+    proposed: ProposedSnapshot | None = None
+    """A snapshot the client finished itself (REST protocol): accepted as is, or not at all."""
+    extends_record: bool = False
+    """A later snapshot (another commit kind) of a commit already recorded, as Paimon's engines send a
+    commit's APPEND and COMPACT separately: its snapshots join that history row."""
     current: str = "validate"
     """The phase it is in now, for the ops API."""
     started_at: float = field(default_factory=time.time)
@@ -75,7 +85,7 @@ class PendingCommit:
         """
         version = version_of(table)
         if self.version != version:
-            self.resolved = resolve_committable(self.request, table.shape, now_millis=now_millis)
+            self.resolved, self.proposed = self.intake(table, now_millis)
             self.version = version
 
     @property

@@ -23,7 +23,8 @@ from coordinator.usecases.commit_queue import PendingCommit
 from coordinator.usecases.live_index import Delta
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.table_hold import Hold, unplaced_conflict
-from coordinator.usecases.tables import Table, version_of
+from coordinator.usecases.table_state import TableStates
+from coordinator.usecases.tables import Table, Tables, version_of
 from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import CommitResponse, ConflictModel, SnapshotRef, WinningSnapshot
 
@@ -163,7 +164,8 @@ def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:
                     retryable=True,
                 )
             repo.insert_snapshots(conn, table_id, [s.row(published=False) for s in change.snapshots])
-            repo.insert_commits(conn, table_id, change.history)
+            repo.insert_commits(conn, table_id, [h for h in change.history if not h.extends])
+            repo.extend_committed(conn, table_id, [h for h in change.history if h.extends])
             live_index.advance(conn, table_id, change.deltas)
 
 
@@ -217,7 +219,19 @@ def history_row(member: PendingCommit, now: float, conflict: ConflictModel | Non
         # A retryable rejection is not a terminal answer, so it is not replayed for its key.
         idempotency_key=None if conflict is not None and conflict.retryable else member.idempotency_key,
         created_at=now,
+        extends=committed and member.extends_record,
     )
+
+
+def answers_proposal(stored: repo.StoredCommit, member: PendingCommit) -> bool:
+    """Whether the recorded commit answers `member`: always for a native committable (one request is
+    the whole commit); for a proposed snapshot only when a snapshot of its kind is recorded, since
+    Paimon's engines send the APPEND and the COMPACT of one commit as two snapshots, and match their own
+    commit by (commitUser, commitIdentifier, commitKind)."""
+    if member.proposed is None or stored.outcome != "committed":
+        return True
+    kind = member.proposed.snapshot.commit_kind.value
+    return any(s.get("commitKind") == kind for s in stored.snapshots)
 
 
 def recorded_answer(stored: repo.StoredCommit) -> CommitResponse | CommitConflict:
@@ -239,6 +253,33 @@ def answer_from_record(stored: repo.StoredCommit) -> CommitResponse:
     if isinstance(answer, CommitConflict):
         raise answer
     return answer
+
+
+def current_context(
+    engine: Engine, tables: Tables, states: TableStates, table: Table, group: Sequence[PendingCommit]
+) -> tuple[Table, repo.GroupContext, list[repo.StoredSnapshot]]:
+    """Under the lock: the group's context, its unpublished snapshots, and the table as its row is now.
+
+    The row is the truth, not this process's cache: another replica may have dropped the table and
+    created it again (another uuid) or changed its schema (the next schema id). Then the cached table
+    and the in-memory state built for it are dropped, and the group is decided against the table the
+    row describes.
+
+    Raises:
+        TableNotFound: the table was dropped meanwhile.
+    """
+    try:
+        with read_only(engine) as conn:
+            context = group_context(conn, table, group)
+            unpublished = repo.unpublished_snapshots(conn, table.id) if context.has_unpublished else []
+        if context.version != version_of(table):
+            states.invalidate(table.id)
+            table = tables.at_version(table.id, context.version)
+    except TableNotFound:
+        tables.evict(table.id)
+        states.invalidate(table.id)
+        raise
+    return table, context, unpublished
 
 
 def group_context(conn: Connection, table: Table, group: Sequence[PendingCommit]) -> repo.GroupContext:

@@ -36,15 +36,23 @@ from coordinator.errors import (
 from coordinator.observability.commit_events import CommitEvents, Outcome
 from coordinator.observability.metrics import Metrics
 from coordinator.storage.fileio import FileIO
-from coordinator.usecases.commit_queue import CommitQueue, InFlight, PendingCommit, TakeGroup, timed_together
+from coordinator.usecases.commit_queue import (
+    CommitQueue,
+    InFlight,
+    Intake,
+    PendingCommit,
+    TakeGroup,
+    timed_together,
+)
 from coordinator.usecases.commit_records import (
     GroupResult,
     TableChange,
     TableChanged,
     answer_from_record,
+    answers_proposal,
     commit_point,
     conflict_model,
-    group_context,
+    current_context,
     history_row,
     record_finish,
     recorded_answer,
@@ -52,10 +60,12 @@ from coordinator.usecases.commit_records import (
 )
 from coordinator.usecases.file_checks import FileChecks
 from coordinator.usecases.live_index import LiveIndex
+from coordinator.usecases.manifests import ManifestStore
+from coordinator.usecases.member_decision import Decider, decide_member
 from coordinator.usecases.publication import Publication, SnapshotTaken
 from coordinator.usecases.reapplication import reapplying
 from coordinator.usecases.snapshot_file import SnapshotFile
-from coordinator.usecases.snapshot_writer import write_snapshots
+from coordinator.usecases.snapshot_proposals import ProposedSnapshot, SnapshotProposal, read_proposal
 from coordinator.usecases.table_hold import Hold, TableHolds
 from coordinator.usecases.table_state import TableState, TableStates
 from coordinator.usecases.tables import Table, Tables, version_of
@@ -97,7 +107,9 @@ class Committer:
         self._clock = clock
         self._max_group = max_group
         self._states = TableStates(fileio)
+        self._fileio = fileio
         self._live_index = LiveIndex(engine)
+        self._decider = Decider(engine, self._live_index, clock)
         self._file_checks = FileChecks(fileio)
         self.publication = Publication(
             engine, bookkeeping, fileio, tables, holds, self._states, self._live_index, metrics
@@ -124,13 +136,42 @@ class Committer:
         Raises:
             TableNotFound, InvalidRequest, CommitConflict, LockUnavailable.
         """
+
+        def intake(table: Table, now_millis: int) -> tuple[ResolvedCommittable, None]:
+            return resolve_committable(request, table.shape, now_millis=now_millis), None
+
+        return self._answer(table_id, (request.commit_user, request.identifier), intake, idempotency_key)
+
+    def commit_snapshot(self, table_id: str, proposal: SnapshotProposal) -> bool:
+        """Publish a snapshot a Paimon engine finished itself (REST protocol) if it builds on the head.
+
+        Returns True when it is published now or was already (a resend), False when the table's head is
+        not its base: the client rebases and proposes again (see snapshot_acceptance).
+
+        Raises:
+            TableNotFound, InvalidRequest, CommitConflict (a definite conflict), LockUnavailable.
+        """
+        who = proposal.commit_key
+
+        def intake(table: Table, _now: int) -> tuple[ResolvedCommittable, ProposedSnapshot]:
+            return read_proposal(proposal, table, ManifestStore.for_table(self._fileio, table))
+
+        try:
+            self._answer(table_id, who, intake, None)
+        except CommitConflict as rejected:
+            if rejected.conflict.retryable:
+                return False
+            raise
+        return True
+
+    def _answer(self, table_id: str, who: tuple[str, int], intake: Intake, key: str | None) -> CommitResponse:
+        """Any door's commit, from its request to its answer, logged and counted."""
         started = time.perf_counter()
-        who = (request.commit_user, request.identifier)
         resolved: ResolvedCommittable | None = None
         try:
             table = self._tables.get(table_id)
-            resolved = resolve_committable(request, table.shape, now_millis=self._clock.local_millis())
-            response = self._commit(table, request, resolved, idempotency_key, started)
+            resolved, proposed = intake(table, self._clock.local_millis())
+            response = self._commit(table, intake, resolved, proposed, key, started)
         except CommitConflict as rejected:
             self._events.answered(table_id, who, resolved, "rejected", conflict=rejected.conflict)
             raise
@@ -179,8 +220,9 @@ class Committer:
     def _commit(
         self,
         table: Table,
-        request: CommitRequest,
+        intake: Intake,
         resolved: ResolvedCommittable,
+        proposed: ProposedSnapshot | None,
         key: str | None,
         started: float,
     ) -> CommitResponse:
@@ -203,7 +245,7 @@ class Committer:
             if stored is None:
                 raise
             return answer_from_record(stored)
-        pending = PendingCommit(resolved, key, started, request, version_of(table))
+        pending = PendingCommit(resolved, key, started, intake, version_of(table), proposed)
         pending.waited("validate")
         pending.current = "lockWait"
         with self._in_flight.tracking(table.id, pending):
@@ -246,7 +288,9 @@ class Committer:
 
     def _decide(self, table: Table, group: list[PendingCommit], hold: Hold) -> GroupResult:
         with timed_together(group, "reconcile"):
-            table, context, unpublished = self._group_context(table, group)
+            table, context, unpublished = current_context(
+                self._engine, self._tables, self._states, table, group
+            )
             state, lost = self.publication.catch_up(table, context.latest_snapshot_id, unpublished)
         # An acknowledged commit an outside writer overwrote goes first: its rows come back at once.
         reapplied = [reapplying(table, resolved) for resolved in lost]
@@ -258,6 +302,9 @@ class Committer:
             for index, member in enumerate(group):
                 # The context was read before the catch-up marked a re-applied commit `overwritten`.
                 stored = None if member in reapplied else context.recorded(member.key, member.idempotency_key)
+                if stored is not None and not answers_proposal(stored, member):
+                    member.extends_record = True  # its commit's other kind is recorded: this one joins it
+                    stored = None
                 if stored is not None:
                     result.replayed.append((member, recorded_answer(stored)))
                     continue
@@ -272,7 +319,7 @@ class Committer:
                     continue
                 taken |= claims
                 hold.check_alive()
-                if not self._decide_member(table, state, member, group, result):
+                if not decide_member(self._decider, table, state, member, group, result):
                     # Part of this committable already advanced the in-memory state: the rest of the
                     # group waits for a state rebuilt from what is committed.
                     result.later.extend(group[index + 1 :])
@@ -336,57 +383,6 @@ class Committer:
                     retry_after_seconds=failed.retry_after_seconds,
                 ) from failed
         return result
-
-    def _group_context(
-        self, table: Table, group: list[PendingCommit]
-    ) -> tuple[Table, repo.GroupContext, list[repo.StoredSnapshot]]:
-        """Under the lock: the group's context, and the table as its row is now.
-
-        The row is the truth, not this process's cache: another replica may have dropped the table and
-        created it again (another uuid) or changed its options (the next schema id). Then the cached
-        table and the in-memory state built for it are dropped, and the group is decided against the
-        table the row describes.
-
-        Raises:
-            TableNotFound: the table was dropped meanwhile.
-        """
-        try:
-            with read_only(self._engine) as conn:
-                context = group_context(conn, table, group)
-                unpublished = repo.unpublished_snapshots(conn, table.id) if context.has_unpublished else []
-            if context.version != version_of(table):
-                self._states.invalidate(table.id)
-                table = self._tables.at_version(table.id, context.version)
-        except TableNotFound:
-            self._tables.evict(table.id)
-            self._states.invalidate(table.id)
-            raise
-        return table, context, unpublished
-
-    def _decide_member(
-        self,
-        table: Table,
-        state: TableState,
-        member: PendingCommit,
-        group: list[PendingCommit],
-        result: GroupResult,
-    ) -> bool:
-        """Write one member's snapshots on top of `state`, or reject it; False when the rejection came
-        after part of it had advanced the state."""
-        mark = state.manifests.checkpoint()
-        overlay = [built for m in result.committed for built in m.built()]
-        try:
-            write_snapshots(table, state, member, self._live_index, overlay, self._clock)
-        except Conflict as conflict:
-            state.manifests.discard_since(mark)
-            built = [s for m in group for s in m.snapshots]
-            result.rejected.append((member, conflict_model(self._engine, table, conflict, built)))
-            if member.snapshots:
-                member.snapshots.clear()
-                return False
-            return True
-        result.committed.append(member)
-        return True
 
     def _discard(self, table: Table, state: TableState) -> None:
         state.manifests.discard_since(0)

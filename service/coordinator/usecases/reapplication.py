@@ -18,7 +18,6 @@ from coordinator.usecases.commit_queue import PendingCommit
 from coordinator.usecases.tables import Table, version_of
 from coordinator_client.format.manifest import ManifestEntry, decode_manifest, decode_manifest_list
 from coordinator_client.format.snapshot import CommitKind, Snapshot
-from coordinator_client.models import CommitRequest
 
 
 def reapplication(fileio: FileIO, table: Table, lost: Snapshot) -> ResolvedCommittable:
@@ -38,11 +37,10 @@ def reapplication(fileio: FileIO, table: Table, lost: Snapshot) -> ResolvedCommi
 
 
 def reapplying(table: Table, resolved: ResolvedCommittable) -> PendingCommit:
-    """A group member nobody waits for: a lost commit's changes, decided like any other commit."""
-    request = CommitRequest.model_validate(
-        {"commitUser": resolved.commit_user, "identifier": resolved.identifier, "messages": []}
-    )
-    return PendingCommit(resolved, None, time.perf_counter(), request, version_of(table))
+    """A group member nobody waits for: a lost commit's changes, decided like any other commit (the
+    same file changes whatever the table's schema is now)."""
+    again = lambda _table, _now: (resolved, None)  # noqa: E731
+    return PendingCommit(resolved, None, time.perf_counter(), again, version_of(table))
 
 
 def _entries(fileio: FileIO, table: Table, manifest_list: str) -> list[ManifestEntry]:

@@ -26,6 +26,8 @@ class NewCommit:
     created_at: float
     action: str = "commit"
     details: dict[str, object] | None = None
+    extends: bool = False
+    """The snapshots join the committed row of the same commitUser and identifier (see extend_committed)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,6 +105,20 @@ def delete_committed(conn: Connection, table_id: str, keys: Sequence[tuple[str, 
                 CommitRow.outcome == "committed",
             )
         )
+
+
+def extend_committed(conn: Connection, table_id: str, commits: Sequence[NewCommit]) -> None:
+    """Add snapshots to committed rows: a commit whose APPEND and COMPACT arrived as two snapshots (Paimon's
+    REST protocol) is one history row, as it is when it arrives as one committable."""
+    for c in commits:
+        where = (
+            CommitRow.table_id == table_id,
+            CommitRow.commit_user == c.commit_user,
+            CommitRow.identifier == c.identifier,
+            CommitRow.outcome == "committed",
+        )
+        recorded = conn.execute(select(CommitRow.snapshots).where(*where)).scalar_one()
+        conn.execute(update(CommitRow).where(*where).values(snapshots=[*recorded, *c.snapshots]))
 
 
 def insert_commits(conn: Connection, table_id: str, commits: Sequence[NewCommit]) -> None:

@@ -1,0 +1,120 @@
+"""A proposed snapshot (Paimon's REST protocol) decided on top of a table's state, under its lock.
+
+The proposal's base must still be the table's head: compare-and-set on the head's uuid (every snapshot
+the coordinator writes has one), or on the id alone for a client or a head without one. A miss is a
+retryable BASE_SNAPSHOT_MOVED, which the protocol answers `success: false`: the client rebases and
+proposes again. On a hit the coordinator still runs its own conflict rules over the proposal's delta
+against the live files (deleted files live, nothing added twice, bucket counts, level key ranges), so a
+faulty client cannot publish a snapshot that breaks the table, and checks that the base manifest list
+holds as many live files as the head: a base that lost manifests would silently drop rows.
+
+pypaimon never merges manifests: its base list is every manifest of the head, one more per commit. When
+Paimon's merge thresholds say so, the coordinator follows an accepted proposal with a snapshot of its own
+in the same commit point: an APPEND with an empty delta whose base list is the merged manifests (not a
+COMPACT, which Paimon writers may roll back on a conflict). So a table written only through REST stays
+as cheap to read and to commit to as one written natively.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from coordinator.clock import Clock
+from coordinator.domain.conflicts import check_compare_and_set, check_conflicts
+from coordinator.domain.manifest_merge import merge_manifests
+from coordinator.domain.snapshot import WRITER_VERSION
+from coordinator.errors import InvalidRequest
+from coordinator.usecases.commit_queue import PendingCommit
+from coordinator.usecases.live_index import Delta, LiveIndex
+from coordinator.usecases.snapshot_proposals import ProposedSnapshot
+from coordinator.usecases.table_state import TableState
+from coordinator.usecases.tables import Table
+from coordinator_client.format.snapshot import CommitKind, Snapshot, carry_forward
+
+MANIFEST_MERGE_USER = "paimon-coordinator-manifest-merge"
+"""commitUser of the snapshots that only merge the manifests of proposed snapshots."""
+
+
+def accept_proposal(
+    table: Table,
+    state: TableState,
+    member: PendingCommit,
+    live_index: LiveIndex,
+    overlay: Sequence[Delta],
+    clock: Clock,
+) -> None:
+    """Append the proposal's snapshot (and a manifest merge when due) to `member.snapshots`, advancing
+    `state`.
+
+    Raises:
+        Conflict: BASE_SNAPSHOT_MOVED (retryable: the client rebases) or a definite conflict of its delta.
+        InvalidRequest: its base manifest list does not hold the head's live files.
+    """
+    proposed = member.proposed
+    assert proposed is not None
+    snapshot = proposed.snapshot
+    with member.timed("conflictCheck"):
+        check_compare_and_set(state.snapshot, snapshot.id, proposed.base_snapshot_uuid)
+        live = live_index.view(table, member.resolved, overlay, state.snapshot_id)
+        check_conflicts(
+            live,
+            proposed.entries,
+            check_bucket_count=snapshot.commit_kind != CommitKind.OVERWRITE,
+            decode_key=table.shape.decode_key if table.shape.has_primary_key else None,
+        )
+        _check_base_holds_head(state, proposed)
+    live.apply(proposed.entries, snapshot.id)
+    state.snapshot = snapshot
+    state.data_manifests = proposed.base + proposed.delta
+    member.snapshots.append(snapshot)
+    member.deltas[snapshot.id] = proposed.entries
+    with member.timed("manifestWrite"):
+        _merge_when_due(table, state, member, clock)
+
+
+def _check_base_holds_head(state: TableState, proposed: ProposedSnapshot) -> None:
+    base = proposed.base
+    held = sum(m.num_added_files - m.num_deleted_files for m in base)
+    live = sum(m.num_added_files - m.num_deleted_files for m in state.data_manifests)
+    if held != live:
+        raise InvalidRequest(
+            f"the base manifest list holds {held} live data files, but snapshot {state.snapshot_id} "
+            f"of the table has {live}: it must list every manifest of the latest snapshot",
+            field="snapshot.baseManifestList",
+        )
+
+
+def _merge_when_due(table: Table, state: TableState, member: PendingCommit, clock: Clock) -> None:
+    manifests = state.manifests
+    current = state.data_manifests
+    merged = merge_manifests(
+        current, state.options, manifests.read, manifests.write, table.shape, manifests.concatenate
+    )
+    if [m.file_name for m in merged] == [m.file_name for m in current]:
+        return
+    previous = state.snapshot
+    assert previous is not None
+    base = manifests.write_list(merged)
+    delta = manifests.write_list([])
+    merge = Snapshot(
+        id=previous.id + 1,
+        schema_id=previous.schema_id,
+        base_manifest_list=base[0],
+        base_manifest_list_size=base[1],
+        delta_manifest_list=delta[0],
+        delta_manifest_list_size=delta[1],
+        total_record_count=previous.total_record_count,
+        delta_record_count=0,
+        commit_user=MANIFEST_MERGE_USER,
+        commit_identifier=previous.id + 1,
+        commit_kind=CommitKind.APPEND,
+        time_millis=clock.millis(),
+        **carry_forward(previous, schema_id=previous.schema_id),
+        writer_version=WRITER_VERSION,
+        uuid=str(uuid.uuid4()),
+    )
+    state.snapshot = merge
+    state.data_manifests = merged
+    member.snapshots.append(merge)
+    member.deltas[merge.id] = []
