@@ -12,7 +12,15 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 
 from coordinator.api.auth import reader
-from coordinator.api.rest_catalog import config, data_tokens, databases, fallback, snapshots, tables
+from coordinator.api.rest_catalog import (
+    commits,
+    config,
+    data_tokens,
+    databases,
+    fallback,
+    snapshots,
+    tables,
+)
 from coordinator.api.rest_catalog.errors import PREFIX, responses
 from coordinator.api.rest_catalog.params import known_prefix
 from coordinator.errors import CatalogNotFound, Forbidden, Unauthenticated
@@ -27,6 +35,6 @@ router = APIRouter(
     strict_content_type=False,
 )
 router.include_router(config.router)
-for served in (databases.router, tables.router, snapshots.router, data_tokens.router):
+for served in (databases.router, tables.router, snapshots.router, commits.router, data_tokens.router):
     router.include_router(served, dependencies=[Depends(known_prefix)], responses=responses(CatalogNotFound))
 router.include_router(fallback.router)

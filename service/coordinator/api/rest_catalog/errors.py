@@ -44,8 +44,14 @@ def is_rest_catalog(path: str) -> bool:
 
 
 def rest_error(request: Request, exc: CoordinatorError, headers: dict[str, str] | None) -> JSONResponse:
+    """`exc` in Paimon's shape. Paimon knows no 422: a request the coordinator cannot take is a 400
+    (BadRequest to the clients), and the field it names leads the message (the shape has no field)."""
     resource = _RESOURCES.get(type(exc))
-    return render(exc.status_code, exc.message, resource, _resource_name(request, resource), headers=headers)
+    status = 400 if exc.status_code == 422 else exc.status_code
+    message = exc.message
+    if exc.field and not message.startswith(exc.field):
+        message = f"{exc.field}: {message}"
+    return render(status, message, resource, _resource_name(request, resource), headers=headers)
 
 
 def rest_validation_error(message: str) -> JSONResponse:
