@@ -19,9 +19,9 @@ def test_existing_tables_databases_are_backfilled(database_url: str) -> None:
             database, name = table_id.split(".")
             conn.execute(
                 text(
-                    "INSERT INTO paimon_tables (id, database, name, uuid, location, location_key, schema_id, "
-                    "schema_json, latest_snapshot_id, created_at) VALUES (:id, :db, :name, :id, :loc, :loc, 0, "
-                    "'{}', 0, :at)"
+                    "INSERT INTO paimon_tables (id, database, name, uuid, location, location_key, "
+                    "schema_id, schema_json, latest_snapshot_id, created_at) "
+                    "VALUES (:id, :db, :name, :id, :loc, :loc, 0, '{}', 0, :at)"
                 ),
                 {"id": table_id, "db": database, "name": name, "loc": f"/wh/{table_id}", "at": created},
             )
