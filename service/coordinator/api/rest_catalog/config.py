@@ -13,16 +13,19 @@ from coordinator.api.rest_catalog.errors import responses
 from coordinator.api.rest_catalog.models import ConfigResponse
 from coordinator.errors import CatalogNotFound
 from coordinator.storage.vended_credentials import s3_client_options
+from coordinator_client.models import PRINTABLE_PATTERN
 
 router = APIRouter()
 
+Warehouse = Annotated[str | None, Query(max_length=1024, pattern=PRINTABLE_PATTERN)]
 DECODINGS = 4
 """pypaimon 2.1.0 encodes the warehouse twice (`my%2520wh`); more than this many layers is no client's."""
 
 
 @router.get("/config", responses=responses(CatalogNotFound))
 def config(
-    services: ServicesDep, warehouse: Annotated[str | None, Query(max_length=1024)] = None
+    services: ServicesDep,
+    warehouse: Annotated[str | None, Query(max_length=1024, pattern=PRINTABLE_PATTERN)] = None,
 ) -> ConfigResponse:
     """The catalog's prefix, and `data-token.enabled` when the warehouse is on S3 (clients
     then ask GET .../token for the store's endpoint and credentials). `warehouse` is the coordinator's

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 
 from coordinator.api.auth import Admin
 from coordinator.api.deps import ServicesDep
@@ -16,7 +14,13 @@ from coordinator.api.rest_catalog.models import (
     GetDatabaseResponse,
     ListDatabasesResponse,
 )
-from coordinator.api.rest_catalog.paging import DEFAULT, MaxResults, NamePattern, PageToken
+from coordinator.api.rest_catalog.paging import (
+    DEFAULT,
+    DatabaseNamePattern,
+    MaxResults,
+    NamePattern,
+    PageToken,
+)
 from coordinator.api.rest_catalog.params import DatabaseName, database_name
 from coordinator.errors import (
     DatabaseAlreadyExists,
@@ -33,9 +37,7 @@ def list_databases(
     services: ServicesDep,
     max_results: MaxResults = DEFAULT,
     page_token: PageToken = None,
-    pattern: Annotated[
-        str | None, Query(alias="databaseNamePattern", max_length=129, description="`prefix%`")
-    ] = None,
+    pattern: DatabaseNamePattern = None,
 ) -> ListDatabasesResponse:
     """Names in order, one page at a time; `databaseNamePattern` takes a name or a `prefix%`."""
     wanted = NamePattern.of(pattern, field="databaseNamePattern")

@@ -18,6 +18,13 @@ PageToken = Annotated[
     Query(alias="pageToken", max_length=600, pattern=PRINTABLE_PATTERN, description="the previous page's"),
 ]
 DEFAULT = DEFAULT_PAGE
+DatabaseNamePattern = Annotated[
+    str | None, Query(alias="databaseNamePattern", max_length=129, pattern=PRINTABLE_PATTERN)
+]
+TableNamePattern = Annotated[
+    str | None, Query(alias="tableNamePattern", max_length=129, pattern=PRINTABLE_PATTERN)
+]
+TableType = Annotated[str | None, Query(alias="tableType", max_length=64, pattern=PRINTABLE_PATTERN)]
 
 _STEM = re.compile(r"[A-Za-z0-9_\-]{1,128}")
 

@@ -18,12 +18,14 @@ from coordinator.api.auth import Caller
 from coordinator.api.deps import ServicesDep
 from coordinator.errors import CatalogNotFound, Forbidden, InvalidRequest, NotSupported
 from coordinator.usecases.tables import table_id_of
-from coordinator_client.models import NAME_PATTERN
+from coordinator_client.models import NAME_PATTERN, PRINTABLE_PATTERN
 
 _NAME = re.compile(NAME_PATTERN)
 
 
-def known_prefix(prefix: Annotated[str, Path(max_length=128)], services: ServicesDep) -> None:
+def known_prefix(
+    prefix: Annotated[str, Path(max_length=128, pattern=PRINTABLE_PATTERN)], services: ServicesDep
+) -> None:
     """The prefix a client got from GET /v1/config: this coordinator's catalog name."""
     if prefix != services.settings.catalog_name:
         raise CatalogNotFound(
@@ -31,7 +33,7 @@ def known_prefix(prefix: Annotated[str, Path(max_length=128)], services: Service
         )
 
 
-def database_name(database: Annotated[str, Path(max_length=256)]) -> str:
+def database_name(database: Annotated[str, Path(max_length=256, pattern=PRINTABLE_PATTERN)]) -> str:
     """Raises: InvalidRequest naming `database`."""
     if not _NAME.match(database):
         raise InvalidRequest(f"{database!r} is not a database name ({NAME_PATTERN})", field="database")
@@ -52,7 +54,9 @@ class TableRef:
         return table_id_of(self.database, self.name)
 
 
-def table_ref(database: DatabaseName, table: Annotated[str, Path(max_length=256)]) -> TableRef:
+def table_ref(
+    database: DatabaseName, table: Annotated[str, Path(max_length=256, pattern=PRINTABLE_PATTERN)]
+) -> TableRef:
     """Raises: NotSupported for a branch or system table (`$`), InvalidRequest for another bad name."""
     if "$" in table:
         raise NotSupported(f"{table}: branches and system tables are not served by the coordinator")

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 
 from coordinator.api.auth import Admin
 from coordinator.api.deps import ServicesDep
 from coordinator.api.rest_catalog.errors import responses
 from coordinator.api.rest_catalog.models import CreateTableRequest, GetTableResponse, ListTablesResponse
-from coordinator.api.rest_catalog.paging import DEFAULT, MaxResults, NamePattern, PageToken
+from coordinator.api.rest_catalog.paging import (
+    DEFAULT,
+    MaxResults,
+    NamePattern,
+    PageToken,
+    TableNamePattern,
+    TableType,
+)
 from coordinator.api.rest_catalog.params import DatabaseName, TablePath
 from coordinator.api.rest_catalog.schemas import native_create, table_response
 from coordinator.errors import (
@@ -32,8 +37,8 @@ def list_tables(
     services: ServicesDep,
     max_results: MaxResults = DEFAULT,
     page_token: PageToken = None,
-    pattern: Annotated[str | None, Query(alias="tableNamePattern", max_length=129)] = None,
-    table_type: Annotated[str | None, Query(alias="tableType", max_length=64)] = None,
+    pattern: TableNamePattern = None,
+    table_type: TableType = None,
 ) -> ListTablesResponse:
     """Names in order, one page at a time; `tableNamePattern` takes a name or a `prefix%`. Every table
     here is a Paimon table (`tableType` `table`); other types list nothing."""
