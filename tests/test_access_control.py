@@ -39,6 +39,7 @@ SAMPLE_PATH = {
     "prefix": "paimon",
     "database": "a",
     "table": "t",
+    "tag": "v1",
 }
 
 

@@ -4,12 +4,14 @@ names those commits; snapshots by version and rollback through the same protocol
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
 import pyarrow as pa
 import pytest
 from pypaimon.api.rest_exception import NoSuchResourceException
+from pypaimon.catalog.catalog_exception import TagAlreadyExistException, TagNotExistException
 from pypaimon.table.instant import Instant
 
 from tests.conftest import LiveServer
@@ -145,7 +147,44 @@ def _identifier(name: str) -> Any:
 
 
 def _snapshot_file(location: str, snapshot_id: int) -> dict[str, Any]:
-    import json
-
     document: dict[str, Any] = json.loads(read_text(f"{location}/snapshot/snapshot-{snapshot_id}"))
     return document
+
+
+def test_tags_through_the_catalog(live_server: LiveServer, http: httpx.Client) -> None:
+    """pypaimon's catalog tag calls reach the native tag use cases: tag files, history rows, rollback."""
+    catalog = rest_catalog(live_server.url)
+    create_rest_table(catalog, "db.events", ORDERS, partition_keys=["dt"])
+    for batch in BATCHES[:2]:
+        write_rows(catalog.get_table("db.events"), pa.Table.from_pylist(batch, schema=ORDERS))
+    location = http.get("/tables/db.events").json()["location"]
+
+    catalog.create_tag("db.events", "first", snapshot_id=1)
+    catalog.create_tag("db.events", "latest")
+    with pytest.raises(TagAlreadyExistException):
+        catalog.create_tag("db.events", "first")
+    catalog.create_tag("db.events", "first", ignore_if_exists=True)
+    assert catalog.list_tags_paged("db.events").elements == ["first", "latest"]
+    page = catalog.list_tags_paged("db.events", max_results=1)
+    assert (page.elements, page.next_page_token) == (["first"], "first")
+    assert catalog.list_tags_paged("db.events", page_token="first").elements == ["latest"]
+    assert catalog.list_tags_paged("db.events", tag_name_prefix="la").elements == ["latest"]
+
+    tagged = http.get(f"{rest_path('events')}/tags/first", headers=AUTH).json()
+    assert tagged["tagName"] == "first"
+    assert tagged["snapshot"]["id"] == 1
+    assert tagged["snapshot"] == json.loads(read_text(f"{location}/tag/tag-first"))
+    assert catalog.get_tag("db.events", "latest").snapshot.id == 2
+    with pytest.raises(TagNotExistException):
+        catalog.get_tag("db.events", "nope")
+    assert http.get(f"{rest_path('events')}/snapshots/first", headers=AUTH).json()["snapshot"]["id"] == 1
+
+    catalog.rollback_to("db.events", Instant.tag("first"))
+    assert by_key(read_rows(catalog.get_table("db.events"))) == by_key(BATCHES[0])
+    # The tag newer than the target went with the rollback, as the native rollback does.
+    assert catalog.list_tags_paged("db.events").elements == ["first"]
+    catalog.delete_tag("db.events", "first")
+    with pytest.raises(TagNotExistException):
+        catalog.delete_tag("db.events", "first")
+    actions = [c["action"] for c in http.get("/tables/db.events/commits").json()["commits"]]
+    assert actions[:4] == ["delete-tag", "rollback", "create-tag", "create-tag"]

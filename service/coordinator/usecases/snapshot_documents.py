@@ -74,7 +74,7 @@ class SnapshotDocuments:
         Raises:
             TableNotFound, SnapshotNotFound (TagNotFound for a name that is no tag).
         """
-        table = self._tables.get(table_id)
+        self._tables.get(table_id)
         if version.isdigit():
             return self._recorded(table_id, int(version))
         if version in (EARLIEST, LATEST):
@@ -87,10 +87,18 @@ class SnapshotDocuments:
             if found is None:
                 raise SnapshotNotFound(f"table {table_id} has no snapshot yet")
             return self._recorded(table_id, found)
+        return self.tag(table_id, version)
+
+    def tag(self, table_id: str, name: str) -> SnapshotDocument:
+        """The snapshot a tag holds, as its `tag/tag-<name>` file has it (`name` is a checked tag name).
+
+        Raises: TableNotFound, TagNotFound.
+        """
+        table = self._tables.get(table_id)
         try:
-            return _document(self._fileio.read(table.layout.tag(version)).decode())
+            return _document(self._fileio.read(table.layout.tag(name)).decode())
         except (FileNotFoundError, ValueError):
-            raise TagNotFound(f"{version!r} is neither a snapshot nor a tag of {table_id}") from None
+            raise TagNotFound(f"{table_id} has no tag {name!r}") from None
 
     def page(
         self, table_id: str, *, limit: int, before: int | None

@@ -20,6 +20,7 @@ from coordinator.api.rest_catalog import (
     fallback,
     snapshots,
     tables,
+    tags,
 )
 from coordinator.api.rest_catalog.errors import PREFIX, responses
 from coordinator.api.rest_catalog.params import known_prefix
@@ -35,6 +36,13 @@ router = APIRouter(
     strict_content_type=False,
 )
 router.include_router(config.router)
-for served in (databases.router, tables.router, snapshots.router, commits.router, data_tokens.router):
+for served in (
+    databases.router,
+    tables.router,
+    snapshots.router,
+    tags.router,
+    commits.router,
+    data_tokens.router,
+):
     router.include_router(served, dependencies=[Depends(known_prefix)], responses=responses(CatalogNotFound))
 router.include_router(fallback.router)
