@@ -145,7 +145,7 @@ def _add_column(draft: _Draft, change: AddColumn, at: str) -> None:
         raise _refused(
             at,
             "dataType",
-            f"a new column must be nullable: files written before {name!r} lack it",
+            f"a new column must be nullable: files written before it have no value for {name!r}",
         )
     draft.highest_field_id += 1
     field = SchemaField(draft.highest_field_id, name, str(data_type), change.comment)
@@ -223,9 +223,7 @@ def _update_column_nullability(draft: _Draft, change: UpdateColumnNullability, a
     if change.new_nullability and field.name in draft.primary_keys:
         raise _refused(at, "newNullability", f"{field.name!r} is a primary-key column: it stays NOT NULL")
     if not change.new_nullability and old.nullable:
-        raise _refused(
-            at, "newNullability", f"{field.name!r} cannot become NOT NULL: old files may hold nulls"
-        )
+        raise _refused(at, "newNullability", f"{field.name!r} cannot become NOT NULL: files may hold nulls")
     draft.fields[index] = dataclasses.replace(field, type=str(old.with_nullable(change.new_nullability)))
 
 
