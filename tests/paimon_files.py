@@ -41,7 +41,7 @@ class PaimonTable:
     def __init__(self, table: dict[str, Any]) -> None:
         schema = table["schema"]
         self.id: str = table["id"]
-        self.schema_id: int = schema["id"]  # the schema its files are written with
+        self.schema_id: int = schema.get("id", 0)  # the schema its files are written with
         self.location: str = table["location"]
         self._fs, self._root = filesystem(self.location)
         self.fields = [(f["name"], parse_type(f["type"])) for f in schema["fields"]]
