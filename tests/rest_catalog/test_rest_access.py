@@ -1,5 +1,5 @@
 """Access control through Paimon's REST catalog, with `require_tokens` on: the native API's tokens,
-roles and grants. Readers read; admins create and drop; commits and rollbacks need a writer whose grant
+roles and grants. Readers read; admins create, alter and drop; commits and rollbacks need a writer whose grant
 covers the table. Refusals are Paimon's ErrorResponse and change nothing."""
 
 from __future__ import annotations
@@ -66,6 +66,8 @@ def test_roles_and_grants_through_the_rest_catalog(secured: tuple[LiveServer, To
             ("writer of a", "POST", f"{P}/databases/b/tables/t/rollback", tokens.writer_a),
             ("reader", "POST", f"{P}/databases/a/tables/t/rollback", tokens.reader),
             ("reader", "POST", f"{P}/databases", tokens.reader),
+            ("reader", "POST", f"{P}/databases/a/tables/t", tokens.reader),
+            ("writer of a", "POST", f"{P}/databases/a/tables/t", tokens.writer_a),
             ("writer of a", "POST", f"{P}/databases/a/tables", tokens.writer_a),
             ("writer of a", "DELETE", f"{P}/databases/a/tables/t", tokens.writer_a),
             ("reader", "DELETE", f"{P}/databases/b", tokens.reader),

@@ -1,11 +1,11 @@
-"""Tables: create (the coordinator picks the location and writes schema-0), list, get, drop."""
+"""Tables: create (the coordinator picks the location and writes schema-0), list, get, alter, drop."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
 from coordinator.api.auth import Admin
-from coordinator.api.deps import ServicesDep
+from coordinator.api.deps import LockThreadsDep, ServicesDep
 from coordinator.api.rest_catalog.errors import responses
 from coordinator.api.rest_catalog.models import CreateTableRequest, GetTableResponse, ListTablesResponse
 from coordinator.api.rest_catalog.paging import (
@@ -19,14 +19,17 @@ from coordinator.api.rest_catalog.paging import (
 from coordinator.api.rest_catalog.params import DatabaseName, TablePath
 from coordinator.api.rest_catalog.schemas import native_create, table_response
 from coordinator.errors import (
+    CommitConflict,
     DatabaseNotFound,
     InvalidRequest,
     LocationInUse,
+    LockUnavailable,
     NotSupported,
     PurgeRefused,
     TableAlreadyExists,
     TableNotFound,
 )
+from coordinator_client.models import AlterTableRequest
 
 router = APIRouter(prefix="/{prefix}/databases/{database}/tables")
 
@@ -72,6 +75,18 @@ def get_table(table: TablePath, services: ServicesDep) -> GetTableResponse:
     """The table as Paimon's clients load it: `isExternal` false (so they commit through POST
     .../commit), `path` its location with its scheme, `id` its uuid."""
     return table_response(services.tables.entry(table.id))
+
+
+@router.post(
+    "/{table}",
+    responses=responses(InvalidRequest, TableNotFound, NotSupported, CommitConflict, LockUnavailable),
+)
+async def alter_table(
+    table: TablePath, body: AlterTableRequest, services: ServicesDep, threads: LockThreadsDep, caller: Admin
+) -> None:
+    """Paimon's schema changes (add, rename, drop and move columns, widen types, comments, options), all
+    or none, as the table's next schema (`schema/schema-N+1`): the native ALTER TABLE."""
+    await threads.run(services.maintenance.alter_table, table.id, body, actor=caller.name)
 
 
 @router.delete("/{table}", responses=responses(TableNotFound, NotSupported, PurgeRefused))
