@@ -7,6 +7,7 @@ from pydantic import ValidationError
 from coordinator.api.rest_catalog.models import CreateTableRequest, DataField, GetTableResponse, RestSchema
 from coordinator.errors import InvalidRequest
 from coordinator.usecases.table_pages import TableEntry
+from coordinator_client.format.schema import SchemaField
 from coordinator_client.models import CreateTableRequest as NativeCreateTableRequest
 from coordinator_client.models import FieldSpec
 
@@ -86,11 +87,7 @@ def table_response(entry: TableEntry) -> GetTableResponse:
         is_external=False,
         schema_id=schema.id,
         schema=RestSchema(
-            fields=[
-                DataField(id=f.id, name=f.name, type=dict(f.type) if not isinstance(f.type, str) else f.type,
-                          description=f.description)
-                for f in schema.fields
-            ],
+            fields=[_data_field(f) for f in schema.fields],
             partition_keys=list(schema.partition_keys),
             primary_keys=list(schema.primary_keys),
             options={k: v for k, v in schema.options.items() if k != PATH_OPTION},
@@ -99,7 +96,12 @@ def table_response(entry: TableEntry) -> GetTableResponse:
         created_at=int(entry.created_at * 1000),
         # The time of the table's latest schema: when its definition last changed.
         updated_at=schema.time_millis or None,
-    )  # fmt: skip
+    )
+
+
+def _data_field(field: SchemaField) -> DataField:
+    kind = field.type if isinstance(field.type, str) else dict(field.type)
+    return DataField(id=field.id, name=field.name, type=kind, description=field.description)
 
 
 def full_location(location: str) -> str:

@@ -18,8 +18,10 @@ def insert_database(conn: Connection, name: str, options: dict[str, str], *, now
         dialect.insert(_T)
         .values(name=name, options=options, created_at=now)
         .on_conflict_do_nothing(index_elements=[_T.c.name])
+        # RETURNING, not rowcount, which the PostgreSQL engine answers -1 for this statement.
+        .returning(_T.c.name)
     )
-    return conn.execute(statement).rowcount == 1
+    return conn.execute(statement).first() is not None
 
 
 def get_database(conn: Connection, name: str) -> DatabaseRow | None:
