@@ -42,7 +42,13 @@ class SnapshotDocuments:
         self._tables = tables
 
     def head(self, table_id: str) -> TableHead:
-        """The latest snapshot with the table's size, from the database (storage only if its row is gone).
+        """The latest snapshot on storage, with the table's size, from the database (storage only if
+        its row is gone).
+
+        A snapshot the commit point recorded but has not published yet is not answered: Paimon's clients
+        read snapshot files by id (their check for their own commit after a failed attempt fails on a
+        missing one), so they are told of the newest published snapshot, and their commit on top of it
+        is answered `success: false` until they see the new one.
 
         Raises:
             TableNotFound, SnapshotNotFound: the table has no snapshot yet.
@@ -54,14 +60,19 @@ class SnapshotDocuments:
             if row.latest_snapshot_id == 0:
                 raise SnapshotNotFound(f"table {table_id} has no snapshot yet")
             stored = repo.get_snapshot(conn, table_id, row.latest_snapshot_id)
+            if stored is not None and not stored.published:
+                stored = repo.latest_published(conn, table_id)
+                if stored is None:
+                    raise SnapshotNotFound(f"table {table_id} has no published snapshot yet")
         body = stored.body if stored is not None else self._file(table_id, row.latest_snapshot_id)
-        document = _document(body)
         snapshot = Snapshot.from_json(body)
+        records = row.total_record_count if snapshot.id == row.latest_snapshot_id else None
         return TableHead(
-            document,
-            # A size not known yet (a row older than revision 0005, before the backfill reaches it):
-            # the snapshot's own record count, and no files rather than a guess.
-            row.total_record_count if row.total_record_count is not None else snapshot.total_record_count,
+            _document(body),
+            # A size not known yet (a row older than revision 0005, before the backfill reaches it), or
+            # the head's while it is being published: the snapshot's own record count. Files and bytes
+            # are the head's (0 while not known) rather than a guess.
+            records if records is not None else snapshot.total_record_count,
             row.file_bytes or 0,
             row.file_count or 0,
             # Files are written before the commit that adds them: its time bounds their creation.
@@ -77,13 +88,11 @@ class SnapshotDocuments:
         self._tables.get(table_id)
         if version.isdigit():
             return self._recorded(table_id, int(version))
-        if version in (EARLIEST, LATEST):
+        if version == LATEST:
+            return self.head(table_id).snapshot
+        if version == EARLIEST:
             with read_only(self._engine) as conn:
-                found = (
-                    repo.earliest_recorded_id(conn, table_id)
-                    if version == EARLIEST
-                    else (repo.latest_snapshot_id(conn, table_id) or None)
-                )
+                found = repo.earliest_recorded_id(conn, table_id)
             if found is None:
                 raise SnapshotNotFound(f"table {table_id} has no snapshot yet")
             return self._recorded(table_id, found)
@@ -111,12 +120,14 @@ class SnapshotDocuments:
         with read_only(self._engine) as conn:
             stored = repo.list_snapshots(conn, table.id, limit + 1, before)
         more = len(stored) > limit
-        return [_document(s.body) for s in stored[:limit]], stored[limit - 1].snapshot_id if more else None
+        # Only the newest can be unpublished still (snapshots are published in order).
+        page = [_document(s.body) for s in stored[:limit] if s.published]
+        return page, stored[limit - 1].snapshot_id if more else None
 
     def _recorded(self, table_id: str, snapshot_id: int) -> SnapshotDocument:
         with read_only(self._engine) as conn:
             stored = repo.get_snapshot(conn, table_id, snapshot_id)
-        if stored is None:
+        if stored is None or not stored.published:
             raise SnapshotNotFound(f"snapshot {snapshot_id} of {table_id} does not exist (or has expired)")
         return _document(stored.body)
 
