@@ -327,3 +327,41 @@ def _by_bucket(table: PaimonTable, rows: list[dict[str, Any]]) -> list[list[dict
     for row in rows:
         buckets.setdefault(table.bucket(row), []).append(row)
     return list(buckets.values())
+
+
+@pytest.mark.stores("local")
+def test_the_body_pypaimon_sends_to_a_rest_catalog_alters_the_table(api: TestClient) -> None:
+    """pypaimon's own AlterTableRequest JSON (what its REST catalog's alter_table POSTs), every change
+    kind it can serialise, is read by our model and applied."""
+    from pypaimon.api.api_request import AlterTableRequest as PypaimonAlter
+    from pypaimon.common.json_util import JSON
+    from pypaimon.schema.data_types import AtomicType
+    from pypaimon.schema.schema_change import SchemaChange
+
+    table = create_table(api, "alter", f"rest_{uuid.uuid4().hex[:6]}", {"id": "INT NOT NULL", "v": "STRING"})
+    changes = [
+        SchemaChange.set_option("snapshot.num-retained.max", "50"),
+        SchemaChange.remove_option("write-only"),
+        SchemaChange.update_comment("from pypaimon"),
+        SchemaChange.add_column("qty", AtomicType("BIGINT"), "how many"),
+        SchemaChange.rename_column("v", "label"),
+        SchemaChange.update_column_type("id", AtomicType("BIGINT"), True),
+        SchemaChange.update_column_nullability("qty", True),
+        SchemaChange.update_column_comment("label", "what"),
+        SchemaChange.add_column("tmp", AtomicType("INT")),
+        SchemaChange.drop_column("tmp"),
+    ]
+    body = JSON.to_json(PypaimonAlter(changes))
+    response = api.post(
+        f"/tables/{table.id}/schema", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 200, response.text
+    schema = response.json()["schema"]
+    assert [(f["id"], f["name"], f["type"], f.get("description")) for f in schema["fields"]] == [
+        (0, "id", "BIGINT NOT NULL", None),
+        (1, "label", "STRING", "what"),
+        (2, "qty", "BIGINT", "how many"),
+    ]
+    assert (schema["comment"], schema["options"]["snapshot.num-retained.max"]) == ("from pypaimon", "50")
+    stored = json.loads(read_text(f"{table.location}/schema/schema-1"))
+    assert stored["highestFieldId"] == 3  # tmp took id 3 and went

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import pyarrow as pa
 
@@ -26,41 +27,35 @@ class FileSchemas:
     """The schemas the table's files were written with, by schema id: what reading them needs."""
 
     layout: SparkTable
-    schemas: Mapping[int, TableSchema]
+    older: Mapping[int, SparkTable]
+    """The table as written under each older schema id of the files to read."""
 
     @classmethod
     def load(cls, layout: SparkTable, schema_ids: Iterable[int]) -> FileSchemas:
         """The schemas of `schema_ids`, read from the table's `schema/` (the current one is known)."""
         fs, root = layout.filesystem()
-        schemas = {}
+        older = {}
         for schema_id in set(schema_ids) - {layout.schema.id}:
             with fs.open_input_stream(f"{root}/schema/{schema_file_name(schema_id)}") as f:
-                schemas[schema_id] = TableSchema.from_json(f.read())
-        return cls(layout, schemas)
+                older[schema_id] = SparkTable(
+                    layout.table_id, layout.location, TableSchema.from_json(f.read())
+                )
+        return cls(layout, older)
 
     def is_current(self, schema_id: int) -> bool:
         return schema_id == self.layout.schema.id
 
     def written(self, schema_id: int) -> SparkTable:
         """The table as a file of `schema_id` was written: its names and types."""
-        if self.is_current(schema_id):
-            return self.layout
-        return SparkTable(self.layout.table_id, self.layout.location, self.schemas[schema_id])
+        return self.layout if self.is_current(schema_id) else self.older[schema_id]
+
+    @cached_property
+    def _sources(self) -> dict[int, Sources]:
+        return {schema_id: _sources(self.layout, written) for schema_id, written in self.older.items()}
 
     def sources(self, schema_id: int) -> Sources:
-        """Where each current data-file column is in a file of `schema_id`, matched by field id."""
-        old = {f.id: f.name for f in self.written(schema_id).schema.fields}
-        ids = {f.name: f.id for f in self.layout.schema.fields}
-
-        def source(column: str) -> str | None:
-            if column.startswith(KEY_PREFIX):
-                name = old.get(ids[column[len(KEY_PREFIX) :]])
-                return None if name is None else KEY_PREFIX + name
-            if column in ids:
-                return old.get(ids[column])
-            return column  # _SEQUENCE_NUMBER and _VALUE_KIND
-
-        return tuple((c, source(c)) for c in self.layout.file_schema.names)
+        """Where each current data-file column is in a file of an older `schema_id`."""
+        return self._sources[schema_id]
 
     def read_as_current(self, rows: pa.Table, schema_id: int) -> pa.Table:
         """Rows of a file of `schema_id` (read with its own names and types) in the current file schema."""
@@ -72,3 +67,19 @@ class FileSchemas:
             for field, (_, source) in zip(target, self.sources(schema_id), strict=True)
         ]
         return pa.Table.from_arrays(arrays, schema=target)
+
+
+def _sources(current: SparkTable, written: SparkTable) -> Sources:
+    """Where each data-file column of `current` is in a file `written` so, matched by field id."""
+    old = {f.id: f.name for f in written.schema.fields}
+    ids = {f.name: f.id for f in current.schema.fields}
+
+    def source(column: str) -> str | None:
+        if column.startswith(KEY_PREFIX):
+            name = old.get(ids[column[len(KEY_PREFIX) :]])
+            return None if name is None else KEY_PREFIX + name
+        if column in ids:
+            return old.get(ids[column])
+        return column  # _SEQUENCE_NUMBER and _VALUE_KIND
+
+    return tuple((c, source(c)) for c in current.file_schema.names)
