@@ -29,7 +29,8 @@ from coordinator.errors import CatalogNotFound, Forbidden, Unauthenticated
 router = APIRouter(
     prefix=PREFIX,
     tags=["paimon rest catalog"],
-    # Every answer needs a token, as the clients always send one (`token.provider` is mandatory to them).
+    # The native API's access control: with require_tokens a valid token for every request, else
+    # anyone (Paimon's clients send some token anyway: `token.provider` is mandatory to them).
     dependencies=[Depends(reader)],
     responses=responses(Unauthenticated, Forbidden),
     # pypaimon POSTs its JSON bodies without a Content-Type.
