@@ -69,17 +69,24 @@ def posted(live_server: LiveServer) -> Iterator[Posted]:
     location = row["location"]
     head = Snapshot.from_json(read_text(f"{location}/snapshot/snapshot-2"))
     first = Snapshot.from_json(read_text(f"{location}/snapshot/snapshot-1"))
-    # Snapshot 2 again, re-numbered as 3 on top of 2: it fails only where a case breaks it (its delta
-    # adds files that are live already, which the conflict rules would catch last).
+    # Snapshot 2 again, re-numbered as 3 on top of 2 by another writer: it fails only where a case breaks
+    # it (its delta adds files that are live already, which the conflict rules would catch last).
     proposal = {
         "tableId": row["uuid"],
         "baseSnapshotUuid": head.uuid,
-        "snapshot": {**json.loads(head.to_json()), "id": 3, "uuid": "c0ffee00-0000-4000-8000-000000000003"},
+        "snapshot": {
+            **json.loads(head.to_json()),
+            "id": 3,
+            "uuid": "c0ffee00-0000-4000-8000-000000000003",
+            "commitUser": "another-writer",  # not a resend of snapshot 2, which would be answered true
+        },
         "statistics": [],
     }
     assert first.uuid != head.uuid
-    with http:
+    try:
         yield Posted(http, location, row["uuid"], head, proposal)
+    finally:
+        http.close()
 
 
 Breaker = Callable[[Posted], tuple[str, Any]]
