@@ -87,6 +87,15 @@ def test_three_commits_read_back_and_in_the_history(
     assert len({c["commitUser"] for c in committed}) == 3
     assert {c["identifier"] for c in committed} == {2**63 - 1}
 
+    # What the dashboard shows: the recent commits of all tables, and the table's counters.
+    recent = http.get("/commits", params={"table": f"db.{name}"}).json()["recent"]
+    assert {(c["commitUser"], c["identifier"]) for c in recent if c["outcome"] == "committed"} == {
+        (c["commitUser"], c["identifier"]) for c in committed
+    }
+    overview = http.get("/ops/overview", params={"database": "db"}).json()
+    counters = next(t for t in overview["tables"] if t["tableId"] == f"db.{name}")
+    assert (counters["latestSnapshotId"], counters["committed"]) == (3, 3)
+
     head = http.get(f"{rest_path(name)}/snapshot", headers=AUTH).json()["snapshot"]
     assert head["snapshot"] == _snapshot_file(native["location"], 3)
     assert head["recordCount"] == native["totalRecordCount"]
