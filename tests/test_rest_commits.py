@@ -15,9 +15,10 @@ from typing import Any
 
 import httpx
 import pyarrow as pa
+import pytest
 
 from coordinator.usecases.commit_records import commit_point
-from coordinator.usecases.snapshot_acceptance import MANIFEST_MERGE_USER
+from coordinator.usecases.snapshot_acceptance import MANIFEST_MERGE_USER, REBASE_APPENDS
 from coordinator_client.format.manifest import decode_manifest_list
 from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import CommitRequest
@@ -73,11 +74,25 @@ def latest_id(http: httpx.Client, table_id: str) -> int:
     return latest
 
 
-def test_a_rest_commit_whose_base_moved_is_told_and_rebases(live_server: LiveServer) -> None:
-    """A native commit lands between pypaimon's `GET snapshot` and its `POST commit`: the POST is
-    answered `success: false`, pypaimon rebases on the native snapshot and lands on top of it."""
+@pytest.mark.parametrize(
+    ("rebase_appends", "overwrite", "outcomes", "rows"),
+    [
+        # The protocol: the client is told, rebases on the native snapshot and lands on top of it.
+        (False, False, ["rejected", "committed"], [0, 1, 2, 3, 4, 10, 11]),
+        # The table asks the coordinator to rebase appends: it does, and the client hears true at once.
+        (True, False, ["committed"], [0, 1, 2, 3, 4, 10, 11]),
+        # An overwrite is never rebased by the coordinator: what it replaces depends on the new head.
+        (True, True, ["rejected", "committed"], [3, 4]),
+    ],
+    ids=["told", "rebased-by-the-coordinator", "overwrite-told"],
+)
+def test_a_rest_commit_whose_base_moved(
+    live_server: LiveServer, rebase_appends: bool, overwrite: bool, outcomes: list[str], rows: list[int]
+) -> None:
+    """A native commit lands between pypaimon's `GET snapshot` and its `POST commit`."""
     catalog = rest_catalog(live_server.url)
-    table = create_rest_table(catalog, "db.events", EVENTS)
+    options = {REBASE_APPENDS: "true"} if rebase_appends else {}
+    table = create_rest_table(catalog, "db.events", EVENTS, options=options)
     write_rows(table, events(range(3)))
     with httpx.Client(base_url=live_server.url, timeout=60) as http:
         native = native_table(http, "db.events")
@@ -85,7 +100,7 @@ def test_a_rest_commit_whose_base_moved_is_told_and_rebases(live_server: LiveSer
         held = PausedCall(
             lambda: committer.commit("db.events", native_append(native, range(10, 12))), at=commit_point
         ).start()
-        rest_commit, messages = prepare(table, events(range(3, 5)))
+        rest_commit, messages = prepare(table, events(range(3, 5)), overwrite=overwrite)
         with ThreadPoolExecutor(1) as pool:
             rest = pool.submit(rest_commit.commit, messages)
             while committer.queued("db.events") == 0:  # pypaimon read snapshot 1 and now waits
@@ -93,16 +108,19 @@ def test_a_rest_commit_whose_base_moved_is_told_and_rebases(live_server: LiveSer
             assert [s.id for s in held.resume().snapshots] == [2]
             rest.result(timeout=60)
 
-        rest_user = snapshot_on_storage(native, 3).commit_user
-        attempts = [c for c in history(http, "db.events") if c["commitUser"] == rest_user]
-        assert [c["outcome"] for c in attempts] == ["rejected", "committed"]
-        assert attempts[0]["conflict"]["type"] == "BASE_SNAPSHOT_MOVED"
-        assert attempts[1]["snapshots"] == [{"id": 3, "commitKind": "APPEND"}]
+        third = snapshot_on_storage(native, 3)
+        attempts = [c for c in history(http, "db.events") if c["commitUser"] == third.commit_user]
+        assert [c["outcome"] for c in attempts] == outcomes
+        if len(attempts) == 2:
+            assert attempts[0]["conflict"]["type"] == "BASE_SNAPSHOT_MOVED"
+        kind = "OVERWRITE" if overwrite else "APPEND"
+        assert attempts[-1]["snapshots"] == [{"id": 3, "commitKind": kind}]
         assert snapshot_on_storage(native, 2).commit_user == "native-job"
-        assert snapshot_on_storage(native, 3).uuid is not None
+        assert third.uuid is not None
+        assert third.total_record_count == len(rows)
         assert latest_id(http, "db.events") == 3
     ids = [r["id"] for r in read_rows(catalog.get_table("db.events"))]
-    assert sorted(ids) == [0, 1, 2, 3, 4, 10, 11]
+    assert sorted(ids) == rows
 
 
 def test_rest_and_native_commits_interleave_in_order(live_server: LiveServer) -> None:

@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
+from coordinator.usecases.snapshot_acceptance import REBASE_APPENDS
 from coordinator_client.format.snapshot import Snapshot
 from tests.conftest import LiveServer
 from tests.paimon_files import read_text
@@ -22,9 +24,13 @@ COMMITS = 20
 ROOT = Path(__file__).parent.parent
 
 
-def test_four_rest_writer_processes_lose_nothing(live_server: LiveServer) -> None:
+@pytest.mark.parametrize("rebase_appends", [False, True], ids=["told", "rebased"])
+def test_four_rest_writer_processes_lose_nothing(live_server: LiveServer, rebase_appends: bool) -> None:
+    """Told: every writer whose base moved hears `success: false` and retries. Rebased (the table's
+    `coordinator.rebase-appends`): the coordinator puts such appends on top itself, and nobody retries."""
     catalog = rest_catalog(live_server.url)
-    table = create_rest_table(catalog, "db.shared", SCHEMA)
+    options = {REBASE_APPENDS: "true"} if rebase_appends else {}
+    table = create_rest_table(catalog, "db.shared", SCHEMA, options=options)
     writers = [
         subprocess.Popen(
             [
@@ -65,3 +71,5 @@ def test_four_rest_writer_processes_lose_nothing(live_server: LiveServer) -> Non
     assert len({(s.commit_user, s.commit_identifier) for s in data}) == WRITERS * COMMITS
     committed = [c for c in commits if c["outcome"] == "committed"]
     assert len(committed) == WRITERS * COMMITS
+    if rebase_appends:
+        assert [c for c in commits if c["outcome"] == "rejected"] == []

@@ -17,11 +17,12 @@ as cheap to read and to commit to as one written natively.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from coordinator.clock import Clock
-from coordinator.domain.conflicts import check_compare_and_set, check_conflicts
+from coordinator.domain.conflicts import Conflict, check_compare_and_set, check_conflicts
 from coordinator.domain.manifest_merge import merge_manifests
 from coordinator.domain.snapshot import WRITER_VERSION
 from coordinator.errors import InvalidRequest
@@ -30,7 +31,12 @@ from coordinator.usecases.live_index import Delta, LiveIndex
 from coordinator.usecases.snapshot_proposals import ProposedSnapshot
 from coordinator.usecases.table_state import TableState
 from coordinator.usecases.tables import Table
+from coordinator_client.format.manifest import FileKind, ManifestFileMeta
 from coordinator_client.format.snapshot import CommitKind, Snapshot, carry_forward
+
+REBASE_APPENDS = "coordinator.rebase-appends"
+"""Table option: when `true`, a proposed APPEND whose base moved is put on top of the head by the
+coordinator (see `rebasable`) instead of being answered `success: false`."""
 
 MANIFEST_MERGE_USER = "paimon-coordinator-manifest-merge"
 """commitUser of the snapshots that only merge the manifests of proposed snapshots."""
@@ -55,7 +61,13 @@ def accept_proposal(
     assert proposed is not None
     snapshot = proposed.snapshot
     with member.timed("conflictCheck"):
-        check_compare_and_set(state.snapshot, snapshot.id, proposed.base_snapshot_uuid)
+        try:
+            check_compare_and_set(state.snapshot, snapshot.id, proposed.base_snapshot_uuid)
+            rebase = False
+        except Conflict:
+            if not rebases_appends(table.shape.schema.options) or not rebasable(state.snapshot, proposed):
+                raise
+            rebase = True  # the table asks for it, and the client's retry would change nothing else
         live = live_index.view(table, member.resolved, overlay, state.snapshot_id)
         check_conflicts(
             live,
@@ -63,14 +75,62 @@ def accept_proposal(
             check_bucket_count=snapshot.commit_kind != CommitKind.OVERWRITE,
             decode_key=table.shape.decode_key if table.shape.has_primary_key else None,
         )
-        _check_base_holds_head(state, proposed)
+        if not rebase:
+            _check_base_holds_head(state, proposed)
+    base = proposed.base
+    if rebase:
+        with member.timed("manifestWrite"):
+            snapshot, base = _rebased(table, state, proposed)
     live.apply(proposed.entries, snapshot.id)
     state.snapshot = snapshot
-    state.data_manifests = proposed.base + proposed.delta
+    state.data_manifests = base + proposed.delta
     member.snapshots.append(snapshot)
     member.deltas[snapshot.id] = proposed.entries
     with member.timed("manifestWrite"):
         _merge_when_due(table, state, member, clock)
+
+
+def rebases_appends(options: Mapping[str, str]) -> bool:
+    """Whether the table asks the coordinator to rebase appends whose base moved (REBASE_APPENDS)."""
+    return options.get(REBASE_APPENDS, "false").strip().lower() == "true"
+
+
+def rebasable(head: Snapshot | None, proposed: ProposedSnapshot) -> bool:
+    """Whether putting the proposal on top of `head` is exactly what the client's own retry would do:
+    an APPEND that only adds files, with the head's index manifest and schema, and no row tracking
+    (whose ids the client assigns from its base). Its data files and delta manifests stay as written;
+    only the base list and the counters that follow the head change."""
+    snapshot = proposed.snapshot
+    return (
+        snapshot.commit_kind == CommitKind.APPEND
+        and all(e.kind == FileKind.ADD for e in proposed.entries)
+        and snapshot.next_row_id is None
+        and (head is None or head.next_row_id is None)
+        and snapshot.index_manifest == (head.index_manifest if head is not None else None)
+        and (head is None or snapshot.schema_id == head.schema_id)
+    )
+
+
+def _rebased(
+    table: Table, state: TableState, proposed: ProposedSnapshot
+) -> tuple[Snapshot, list[ManifestFileMeta]]:
+    """The proposal as the next snapshot on top of the state: the head's manifests (merged as Paimon's
+    thresholds say) as its base list, its own delta, its counters moved onto the head's."""
+    head = state.snapshot
+    base = _merged(table, state)
+    name, size = state.manifests.write_list(base)
+    snapshot = proposed.snapshot
+    carried = carry_forward(head, schema_id=snapshot.schema_id, watermark=snapshot.watermark)
+    rebased = dataclasses.replace(
+        snapshot,
+        id=(head.id if head is not None else 0) + 1,
+        base_manifest_list=name,
+        base_manifest_list_size=size,
+        total_record_count=(head.total_record_count if head is not None else 0) + snapshot.delta_record_count,
+        watermark=carried["watermark"],
+        statistics=carried["statistics"],
+    )
+    return rebased, base
 
 
 def _check_base_holds_head(state: TableState, proposed: ProposedSnapshot) -> None:
@@ -87,11 +147,8 @@ def _check_base_holds_head(state: TableState, proposed: ProposedSnapshot) -> Non
 
 def _merge_when_due(table: Table, state: TableState, member: PendingCommit, clock: Clock) -> None:
     manifests = state.manifests
-    current = state.data_manifests
-    merged = merge_manifests(
-        current, state.options, manifests.read, manifests.write, table.shape, manifests.concatenate
-    )
-    if [m.file_name for m in merged] == [m.file_name for m in current]:
+    merged = _merged(table, state)
+    if [m.file_name for m in merged] == [m.file_name for m in state.data_manifests]:
         return
     previous = state.snapshot
     assert previous is not None
@@ -118,3 +175,16 @@ def _merge_when_due(table: Table, state: TableState, member: PendingCommit, cloc
     state.data_manifests = merged
     member.snapshots.append(merge)
     member.deltas[merge.id] = []
+
+
+def _merged(table: Table, state: TableState) -> list[ManifestFileMeta]:
+    """The state's manifests merged as Paimon's thresholds say (the same list when nothing is due)."""
+    manifests = state.manifests
+    return merge_manifests(
+        state.data_manifests,
+        state.options,
+        manifests.read,
+        manifests.write,
+        table.shape,
+        manifests.concatenate,
+    )
