@@ -5,7 +5,8 @@ snapshot file created on storage by the writer).
 
 1. Latency: one-file batch commits, the sides alternating in one loop (which goes first alternates too).
    Per commit `new_batch_write_builder` -> `write_arrow` -> `prepare_commit` (untimed), then the clock
-   around `commit(messages)` alone. Both tables are read back at the end.
+   around `commit(messages)` alone, split into its steps (`time_commit_steps`). Both tables are read
+   back at the end.
 2. Contention: N spawned writer processes (bench/pypaimon_bench.py's `writer`: own catalog, own commit
    user, StreamWriteBuilder, write + prepare + commit per commit) released together into one fresh
    table, then bench/verify.py's check on the snapshot files and a read of the rows.
@@ -53,18 +54,54 @@ def rest_options(url: str) -> dict[str, str]:
 
 # ---------------------------------------------------------------- 1. alternated 1-file commits
 
+STEPS = ("head", "publish")
+"""Where a commit() call's time goes, besides pypaimon's own work (manifests, manifest lists, its
+conflict checks): `head` reads the latest snapshot (REST: GET .../snapshot; filesystem: the LATEST hint
+and the snapshot file), `publish` decides the snapshot (REST: POST .../commit, the coordinator's whole
+decision; filesystem: the existence check and the temp file renamed onto snapshot-N)."""
+
+_steps: dict[str, float] = {}
+
+
+def time_commit_steps() -> dict[str, float]:
+    """Wrap pypaimon's two commit steps once per process; returns their running totals in ms."""
+    if _steps:
+        return _steps
+    from pypaimon.snapshot.catalog_snapshot_commit import CatalogSnapshotCommit
+    from pypaimon.snapshot.renaming_snapshot_commit import RenamingSnapshotCommit
+    from pypaimon.snapshot.snapshot_manager import SnapshotManager
+
+    _steps.update(dict.fromkeys(STEPS, 0.0))
+
+    def timed(cls: Any, method: str, step: str) -> None:
+        original = getattr(cls, method)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                _steps[step] += (time.perf_counter() - started) * 1000
+
+        setattr(cls, method, wrapper)
+
+    timed(SnapshotManager, "get_latest_snapshot", "head")
+    timed(CatalogSnapshotCommit, "commit", "publish")
+    timed(RenamingSnapshotCommit, "commit", "publish")
+    return _steps
+
 
 def latency(sides: Sequence[Side], commits: int, windows: Mapping[str, tuple[int, int]]) -> dict[str, Any]:
     """`commits` one-file batch commits per side, alternated; p50/p99 per window, and the read-back."""
     tables = {side.name: create_table(catalog(side.options), "latency") for side in sides}
     records: dict[str, list[dict[str, Any]]] = {side.name: [] for side in sides}
-    retries = count_retries()
+    retries, steps = count_retries(), time_commit_steps()
     for i in range(1, commits + 1):
         batch = rows(partition_of(i), i * ROWS_PER_FILE)
         # Rotate who goes first, so that no side always follows another's storage traffic.
         shift = (i - 1) % len(sides)
         for side in [*sides[shift:], *sides[:shift]]:
-            records[side.name].append(_one_commit(tables[side.name], batch, i, retries))
+            records[side.name].append(_one_commit(tables[side.name], batch, i, retries, steps))
         if i % 50 == 0:
             progress(f"latency: {i}/{commits} commits on each side")
     expected = {i * ROWS_PER_FILE + j for i in range(1, commits + 1) for j in range(ROWS_PER_FILE)}
@@ -75,7 +112,9 @@ def latency(sides: Sequence[Side], commits: int, windows: Mapping[str, tuple[int
     return out
 
 
-def _one_commit(table: Any, batch: list[dict[str, Any]], i: int, retries: list[int]) -> dict[str, Any]:
+def _one_commit(
+    table: Any, batch: list[dict[str, Any]], i: int, retries: list[int], steps: dict[str, float]
+) -> dict[str, Any]:
     """Write one file (untimed), then commit it (timed); a commit that raises is recorded, not hidden."""
     started = time.perf_counter()
     builder = table.new_batch_write_builder()
@@ -84,7 +123,7 @@ def _one_commit(table: Any, batch: list[dict[str, Any]], i: int, retries: list[i
     messages = write.prepare_commit()
     write.close()
     commit = builder.new_commit()
-    before = retries[0]
+    before, steps_before = retries[0], dict(steps)
     written = time.perf_counter()
     try:
         commit.commit(messages)
@@ -98,6 +137,7 @@ def _one_commit(table: Any, batch: list[dict[str, Any]], i: int, retries: list[i
         "write_ms": (written - started) * 1000,
         "commit_ms": (committed - written) * 1000,
         "retries": retries[0] - before,
+        **{f"{step}_ms": steps[step] - steps_before[step] for step in STEPS},
     }
 
 
@@ -121,6 +161,10 @@ def _latency_summary(
         },
         "commit_ms": summarize([r["commit_ms"] for r in records if "commit_ms" in r]),
         "write_ms": summarize([r["write_ms"] for r in records if "write_ms" in r]),
+        "step_p50_ms": {
+            step: summarize([r[f"{step}_ms"] for r in records if "commit_ms" in r]).get("p50", 0.0)
+            for step in STEPS
+        },
         "failed": sum(1 for r in records if "failed" in r),
         "failure_samples": [r["failed"] for r in records if "failed" in r][:3],
         "retries": sum(r["retries"] for r in records),

@@ -24,10 +24,13 @@ import os
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 if not __package__:  # run as a script: bench/ is on sys.path, the repository root not yet
     from run import importable
@@ -35,15 +38,19 @@ if not __package__:  # run as a script: bench/ is on sys.path, the repository ro
     importable()
 
 from bench.catalog_load import FILESYSTEM, REST, Side, contention, latency, rest_options
+from bench.data import DATABASE
 from bench.procs import exit_on_sigterm, progress
 from bench.pypaimon_bench import catalog_options
 from bench.rest_report import report
 from bench.service import CoordinatorProcess, postgres_database, sqlite_url
+from bench.stats import median_phases
 from bench.suite import environment, revision, save
 from tests.seaweed import BUCKET, SeaweedFS
 
 STORES = ("local", "s3")
 DATABASES = ("sqlite", "postgres")
+HISTORY_LIMIT = 1000
+"""The native history's largest page."""
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -118,9 +125,17 @@ def measure_store(store: str, args: argparse.Namespace, root: Path) -> dict[str,
             )
             revisions[database] = revision()
             sides.append(Side(f"{REST} on {database}", REST, rest_options(service.url)))
-        result: dict[str, Any] = {"store": store, "revisions": revisions, "sides": [s.name for s in sides]}
+        result: dict[str, Any] = {
+            "store": store,
+            "revisions": revisions,
+            "sides": [s.name for s in sides],
+            "kinds": {s.name: s.kind for s in sides},
+        }
         progress(f"{store}: {args.commits} 1-file commits on each of {len(sides)} sides, alternated")
         result["latency"] = latency(sides, args.commits, windows(args))
+        for side in sides:
+            if side.kind == REST:
+                result["latency"][side.name]["service"] = service_history(side.options["uri"], "latency")
         result["contention"] = {side.name: [] for side in sides}
         shape = f"{args.writers} x {args.per_writer}"
         for number in range(1, args.runs + 1):
@@ -128,10 +143,28 @@ def measure_store(store: str, args: argparse.Namespace, root: Path) -> dict[str,
             shift = (number - 1) % len(sides)
             for side in [*sides[shift:], *sides[:shift]]:
                 progress(f"{store}: contention run {number}/{args.runs}, {shape} commits, {side.name}")
-                result["contention"][side.name].append(
-                    contention(side, args.writers, args.per_writer, number)
-                )
+                measured = contention(side, args.writers, args.per_writer, number)
+                if side.kind == REST:
+                    measured["service"] = service_history(side.options["uri"], f"contend_{number}")
+                result["contention"][side.name].append(measured)
     return result
+
+
+def service_history(url: str, table: str) -> dict[str, Any]:
+    """What the coordinator recorded of a table's commits (native API, newest HISTORY_LIMIT): how many
+    POSTs it published and how many it answered `success: false`, and its phase timings (median ms) of
+    the published ones, the same phases as the native commits' (bench/README.md)."""
+    with httpx.Client(base_url=url, timeout=60) as client:
+        response = client.get(f"/tables/{DATABASE}.{table}/commits", params={"limit": HISTORY_LIMIT})
+    response.raise_for_status()
+    commits = response.json()["commits"]
+    committed = [c["timings"] for c in commits if c["outcome"] == "committed" and c["action"] == "commit"]
+    return {
+        "records": len(commits),
+        "truncated": len(commits) == HISTORY_LIMIT,
+        "outcomes": dict(Counter(c["outcome"] for c in commits)),
+        "phase_median_ms": median_phases(committed),
+    }
 
 
 def _filesystem_options(store: str, root: Path, endpoint: str | None) -> dict[str, str]:

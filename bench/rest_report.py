@@ -9,8 +9,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from bench.catalog_load import FILESYSTEM
-from bench.report import Row, grid, render
+from bench.catalog_load import FILESYSTEM, REST
+from bench.report import Row, _phases, grid, render
 from bench.suite import busy_warning, revision_text
 
 STORE_NAMES = {"local": "local disk", "s3": "S3 (SeaweedFS on loopback)"}
@@ -76,7 +76,7 @@ def contention_table(store: dict[str, Any]) -> str:
     header = (
         "side", "run", "acknowledged", "failed", "LOST", "in no snapshot file", "rows read / expected",
         "duplicate rows", "snapshot files", "ids dense", "retries (max in one)", "wall s", "ack/s",
-        "durable/s", "commit() p50 / p90 ms",
+        "durable/s", "commit() p50 / p90 ms", "coordinator: committed / rejected",
     )  # fmt: skip
     lines: list[tuple[str, ...]] = []
     for side in store["sides"]:
@@ -91,6 +91,7 @@ def contention_table(store: dict[str, Any]) -> str:
                     f"{r['retries']} ({r['max_retries_one_commit']})", f"{r['wall_s']:.1f}",
                     f"{r['ok_per_s']:.2f}", f"{r['durable_per_s']:.2f}",
                     f"{r['commit_ms'].get('p50', 0):.0f} / {r['commit_ms'].get('p90', 0):.0f}",
+                    _outcomes(r),
                 )
             )  # fmt: skip
     return grid(header, lines)
@@ -106,15 +107,48 @@ def latency_notes(store: dict[str, Any]) -> str:
         lines.append(
             f"  {side}: write_arrow + prepare_commit p50 {s['write_ms'].get('p50', 0):.1f}; commit() p50 "
             f"{s['commit_ms'].get('p50', 0):.1f}, p99 {s['commit_ms'].get('p99', 0):.1f} over all "
-            f"(fresh p50 {first.get('p50', 0):.1f}, after p50 {second.get('p50', 0):.1f}); retries "
+            f"(fresh p50 {first.get('p50', 0):.1f}, after p50 {second.get('p50', 0):.1f}); in it, p50s: "
+            f"{_steps(store['kinds'][side], s['step_p50_ms'], s['commit_ms'].get('p50', 0))}; retries "
             f"{s['retries']}; raised {s['failed']}; read back {s['rows_read']} rows, "
             f"{s['rows_missing']} missing, {s['duplicate_rows']} duplicated"
         )
+        if "service" in s:
+            lines.append(f"    the coordinator: {_service(s['service'], s['step_p50_ms']['publish'])}")
         lines += [f"    e.g. {sample[:160]}" for sample in s["failure_samples"][:1]]
     for side in store["sides"]:
         for r in store["contention"][side]:
             lines += [f"  contention, {side}: e.g. {f['error'][:160]}" for f in r["failure_samples"][:1]]
     return "\n".join(lines)
+
+
+STEP_NAMES = {
+    REST: {"head": "GET .../snapshot", "publish": "POST .../commit"},
+    FILESYSTEM: {"head": "reading LATEST + snapshot-N", "publish": "check + rename onto snapshot-N"},
+}
+
+
+def _steps(kind: str, p50s: dict[str, float], commit_p50: float) -> str:
+    """The two timed steps of commit() and what is left: pypaimon's manifests, lists and checks."""
+    names = STEP_NAMES[kind]
+    parts = [f"{names[step]} {ms:.1f}" for step, ms in p50s.items()]
+    return ", ".join([*parts, f"the rest ~{commit_p50 - sum(p50s.values()):.1f}"])
+
+
+def _service(service: dict[str, Any], post_p50: float) -> str:
+    """The coordinator's record: its phases of the published commits, and what is outside them."""
+    phases = service["phase_median_ms"]
+    outside = post_p50 - phases.get("total", 0.0)
+    return f"{_phases(phases)}; POST p50 - total ~{outside:.1f} (HTTP, JSON, reading the proposal)"
+
+
+def _outcomes(run: dict[str, Any]) -> str:
+    """The coordinator's answers to the POSTs of a REST run, as its history records them."""
+    if "service" not in run:
+        return "—"
+    outcomes = dict(run["service"]["outcomes"])
+    shown = [f"{outcomes.pop('committed', 0)} / {outcomes.pop('rejected', 0)}"]
+    shown += [f"{n} {outcome}" for outcome, n in sorted(outcomes.items())]  # none expected
+    return ", ".join(shown) + (" (newest only)" if run["service"]["truncated"] else "")
 
 
 def report(results: dict[str, Any]) -> str:
