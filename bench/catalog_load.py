@@ -14,6 +14,7 @@ snapshot file created on storage by the writer).
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ from bench.verify import read_ids, verify_contention
 
 REST = "rest"
 FILESYSTEM = "filesystem"
+GAVE_UP = re.compile(r"^\w+\('Commit failed \d+ after \d+ millis with \d+ retries")
+"""pypaimon's message when a commit ran out of `commit.max-retries`; any other raise is counted apart."""
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,12 @@ def _one_commit(
     try:
         commit.commit(messages)
     except Exception as error:
-        return {"commit": i, "failed": repr(error)[:500], "retries": retries[0] - before}
+        return {
+            "commit": i,
+            "failed": repr(error)[:500],
+            "cause": repr(error.__cause__)[:500],
+            "retries": retries[0] - before,
+        }
     finally:
         committed = time.perf_counter()
         commit.close()
@@ -165,8 +173,7 @@ def _latency_summary(
             step: summarize([r[f"{step}_ms"] for r in records if "commit_ms" in r]).get("p50", 0.0)
             for step in STEPS
         },
-        "failed": sum(1 for r in records if "failed" in r),
-        "failure_samples": [r["failed"] for r in records if "failed" in r][:3],
+        **failure_counts([{"error": r["failed"], **r} for r in records if "failed" in r]),
         "retries": sum(r["retries"] for r in records),
         "rows_read": len(ids),
         "rows_missing": len(expected - read),
@@ -204,8 +211,7 @@ def contention(side: Side, writers: int, per_writer: int, run: int) -> dict[str,
         "location": table.table_path,
         "wall_s": wall,
         "ok": ok,
-        "failed": len(failures),
-        "failure_samples": failures[:3],
+        **failure_counts(failures),
         "lost": lost,
         "ok_per_s": ok / wall,
         "durable_per_s": (ok - lost) / wall,
@@ -217,4 +223,16 @@ def contention(side: Side, writers: int, per_writer: int, run: int) -> dict[str,
         "per_writer_s": sorted(r["finished"] - r["began"] for r in reports),
         "verify": check,
         "records": records,
+    }
+
+
+def failure_counts(failures: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Commits whose `commit()` raised: all of them, those that ran out of retries, samples of each."""
+    gave_up = [f for f in failures if GAVE_UP.match(f["error"])]
+    other = [f for f in failures if not GAVE_UP.match(f["error"])]
+    return {
+        "failed": len(failures),
+        "failed_gave_up": len(gave_up),
+        "failed_other": len(other),
+        "failure_samples": gave_up[:2] + other[:2],
     }

@@ -165,8 +165,12 @@ def writer(job: dict[str, Any], ready: Queue[int], start: Event, out: Queue[dict
                 messages = write.prepare_commit(j)
                 t1 = time.perf_counter()
                 commit.commit(messages, j)
-            except Exception as error:  # retries ran out: pypaimon raises, the commit is not acknowledged
-                failures.append({"identifier": j, "error": repr(error)[:500]})
+            except (
+                Exception
+            ) as error:  # pypaimon raises (retries ran out, or it cannot tell): not acknowledged
+                failures.append(
+                    {"identifier": j, "error": repr(error)[:500], "cause": repr(error.__cause__)[:500]}
+                )
                 continue
             t2 = time.perf_counter()
             records.append(

@@ -65,8 +65,10 @@ def summary_rows(store: dict[str, Any], rest: str) -> list[Row]:
             median(base, "durable_per_s"), "commits/s", False),
         Row(f"{shape}: lost commits ({total})", summed(mine, "lost"), summed(base, "lost"), "commits", True,
             "0", lambda v: v == 0),
-        Row(f"{shape}: failed commits, raised after commit.max-retries ({total})", summed(mine, "failed"),
-            summed(base, "failed"), "commits", True),
+        Row(f"{shape}: failed, gave up after commit.max-retries ({total})", summed(mine, "failed_gave_up"),
+            summed(base, "failed_gave_up"), "commits", True),
+        Row(f"{shape}: failed, raised otherwise ({total})", summed(mine, "failed_other"),
+            summed(base, "failed_other"), "commits", True),
     ]  # fmt: skip
     return rows
 
@@ -74,9 +76,9 @@ def summary_rows(store: dict[str, Any], rest: str) -> list[Row]:
 def contention_table(store: dict[str, Any]) -> str:
     """One line per side and run: what the writers were told, and what the table holds."""
     header = (
-        "side", "run", "acknowledged", "failed", "LOST", "in no snapshot file", "rows read / expected",
-        "duplicate rows", "snapshot files", "ids dense", "retries (max in one)", "wall s", "ack/s",
-        "durable/s", "commit() p50 / p90 ms", "coordinator: committed / rejected",
+        "side", "run", "acknowledged", "failed: gave up / other", "LOST", "in no snapshot file",
+        "rows read / expected", "duplicate rows", "snapshot files", "ids dense", "retries (max in one)",
+        "wall s", "ack/s", "durable/s", "commit() p50 / p90 ms", "coordinator: committed / rejected",
     )  # fmt: skip
     lines: list[tuple[str, ...]] = []
     for side in store["sides"]:
@@ -84,7 +86,8 @@ def contention_table(store: dict[str, Any]) -> str:
             v = r["verify"]
             lines.append(
                 (
-                    side, str(r["run"]), str(r["ok"]), str(r["failed"]), str(r["lost"]),
+                    side, str(r["run"]), str(r["ok"]), f"{r['failed_gave_up']} / {r['failed_other']}",
+                    str(r["lost"]),
                     str(v["not_in_a_snapshot_file"]), f"{v['rows_read']} / {v['rows_expected']}",
                     str(v["duplicate_rows"]), str(v["snapshot_files"]),
                     "yes" if v["snapshot_ids_contiguous"] else "NO",
@@ -114,10 +117,12 @@ def latency_notes(store: dict[str, Any]) -> str:
         )
         if "service" in s:
             lines.append(f"    the coordinator: {_service(s['service'], s['step_p50_ms']['publish'])}")
-        lines += [f"    e.g. {sample[:160]}" for sample in s["failure_samples"][:1]]
+        lines += [f"    raised: {_failure(f)}" for f in s["failure_samples"]]
     for side in store["sides"]:
         for r in store["contention"][side]:
-            lines += [f"  contention, {side}: e.g. {f['error'][:160]}" for f in r["failure_samples"][:1]]
+            lines += [
+                f"  contention run {r['run']}, {side}, raised: {_failure(f)}" for f in r["failure_samples"]
+            ]
     return "\n".join(lines)
 
 
@@ -132,6 +137,12 @@ def _steps(kind: str, p50s: dict[str, float], commit_p50: float) -> str:
     names = STEP_NAMES[kind]
     parts = [f"{names[step]} {ms:.1f}" for step, ms in p50s.items()]
     return ", ".join([*parts, f"the rest ~{commit_p50 - sum(p50s.values()):.1f}"])
+
+
+def _failure(failure: dict[str, Any]) -> str:
+    """pypaimon's exception and the one it was raised from, shortened."""
+    cause = failure.get("cause", "None")
+    return failure["error"][:200] + ("" if cause == "None" else f" (from {cause[:200]})")
 
 
 def _service(service: dict[str, Any], post_p50: float) -> str:
