@@ -41,6 +41,7 @@ class PaimonTable:
     def __init__(self, table: dict[str, Any]) -> None:
         schema = table["schema"]
         self.id: str = table["id"]
+        self.schema_id: int = schema.get("id", 0)  # the schema its files are written with
         self.location: str = table["location"]
         self._fs, self._root = filesystem(self.location)
         self.fields = [(f["name"], parse_type(f["type"])) for f in schema["fields"]]
@@ -89,6 +90,7 @@ class PaimonTable:
             "fileName": file_name,
             "fileSize": self._fs.get_file_info(f"{directory}/{file_name}").size,
             "rowCount": arrow.num_rows,
+            "schemaId": self.schema_id,
         }
 
     def append_file(self, rows: Sequence[dict[str, Any]], *, name: str | None = None) -> dict[str, Any]:

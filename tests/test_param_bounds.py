@@ -52,7 +52,9 @@ def _get_routes() -> Iterator[tuple[str, list[tuple[str, str, Any]]]]:
         route = context.original_route
         if isinstance(route, APIRoute) and "GET" in route.methods:
             params = list(dict.fromkeys(_params(context.dependant)))
-            yield route.path_format, params
+            # The path as served: a route of a router included in another has the outer prefixes too.
+            assert context.path_format is not None
+            yield context.path_format, params
 
 
 ROUTES = dict(_get_routes())
@@ -130,7 +132,7 @@ def _url(
         if name == bad[0]:
             value = bad[1]
         elif where == "path":
-            value = table.id if name == "table_id" else _valid(annotation)
+            value = _path_value(name, table) or _valid(annotation)
         else:
             continue
         if where == "path":
@@ -138,6 +140,12 @@ def _url(
         else:
             query[name] = value
     return url, query
+
+
+def _path_value(name: str, table: PaimonTable) -> str | None:
+    """The test table's spelling of a path parameter naming it (native id, or the REST catalog's parts)."""
+    database, _, table_name = table.id.partition(".")
+    return {"table_id": table.id, "prefix": "paimon", "database": database, "table": table_name}.get(name)
 
 
 @pytest.mark.parametrize(("path", "where", "name", "annotation"), list(_cases()))
@@ -152,6 +160,13 @@ def test_bad_parameter_is_a_422_naming_it(
     def refused(value: str) -> None:
         url, query = _url(path, params, table, (name, value))
         response = api.get(url, params=query)
+        if path.startswith("/v1"):
+            # Paimon's REST catalog: its ErrorResponse, 400 (Paimon has no 422), the name leading the message.
+            assert response.status_code == 400, (url, query, response.status_code, response.text[:300])
+            error = response.json()
+            assert error["code"] == 400, error
+            assert error["message"].startswith(f"{name}:"), error
+            return
         assert response.status_code == 422, (url, query, response.status_code, response.text[:300])
         error = response.json()
         assert error["code"] == "INVALID_REQUEST", error

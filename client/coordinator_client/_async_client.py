@@ -32,6 +32,7 @@ from coordinator_client.models import (
     OverviewResponse,
     ReleaseLockResponse,
     RollbackResponse,
+    SchemaChange,
     SequenceNumbersResponse,
     SnapshotListResponse,
     SnapshotModel,
@@ -194,6 +195,12 @@ class AsyncCoordinatorClient:
     ) -> TableResponse:
         """See CoordinatorClient.set_options."""
         return await self._run(self._api.set_options(table_id, set or {}, remove or ()))
+
+    async def alter_table(
+        self, table_id: str, changes: Sequence[SchemaChange | Mapping[str, Any]]
+    ) -> TableResponse:
+        """See CoordinatorClient.alter_table."""
+        return await self._run(self._api.alter_table(table_id, changes))
 
     async def expire(self, table_id: str) -> ExpireResponse:
         return await self._run(self._api.expire(table_id))

@@ -51,6 +51,7 @@ from coordinator_client.errors import (
     api_error,
 )
 from coordinator_client.models import (
+    AlterTableRequest,
     AuditListResponse,
     CleanOrphansRequest,
     CleanOrphansResponse,
@@ -73,6 +74,7 @@ from coordinator_client.models import (
     ReleaseLockResponse,
     RollbackRequest,
     RollbackResponse,
+    SchemaChange,
     SequenceNumbersResponse,
     SetConsumerRequest,
     SetOptionsRequest,
@@ -318,6 +320,13 @@ class Api:
     ) -> Flow[TableResponse]:
         request = SetOptionsRequest(set=dict(options), remove=list(remove))
         send = _send_json("PATCH", _path("tables", table_id, "options"), request)
+        return (yield from self.call(send, TableResponse))
+
+    def alter_table(
+        self, table_id: str, changes: Sequence[SchemaChange | Mapping[str, Any]]
+    ) -> Flow[TableResponse]:
+        request = AlterTableRequest.model_validate({"changes": list(changes)})
+        send = _send_json("POST", _path("tables", table_id, "schema"), request)
         return (yield from self.call(send, TableResponse))
 
     def expire(self, table_id: str) -> Flow[ExpireResponse]:

@@ -9,9 +9,11 @@ stderr and exits 1; a usage error exits 2 (argparse).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -31,11 +33,34 @@ def _option(text: str) -> tuple[str, str]:
     return key, value
 
 
+def _changes(text: str) -> list[Any]:
+    """The JSON list of schema changes of `alter`: inline, `@FILE`, or `-` for stdin."""
+    if text == "-":
+        text = sys.stdin.read()
+    elif text.startswith("@"):
+        try:
+            with open(text[1:], encoding="utf-8") as f:
+                text = f.read()
+        except OSError as error:
+            raise argparse.ArgumentTypeError(f"cannot read {text[1:]!r}: {error.strerror}") from None
+    try:
+        changes = json.loads(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not JSON: {error}") from None
+    if not isinstance(changes, list):
+        raise argparse.ArgumentTypeError("expected a JSON list of changes")
+    return changes
+
+
 # ---------------------------------------------------------------- the commands
 
 
 def _options(client: CoordinatorClient, args: argparse.Namespace) -> BaseModel:
     return client.set_options(args.table, set=dict(args.set), remove=args.remove)
+
+
+def _alter(client: CoordinatorClient, args: argparse.Namespace) -> BaseModel:
+    return client.alter_table(args.table, args.changes)
 
 
 def _expire(client: CoordinatorClient, args: argparse.Namespace) -> BaseModel:
@@ -156,6 +181,14 @@ def parser() -> argparse.ArgumentParser:
     )
     options.add_argument(
         "--remove", nargs="+", action="extend", default=[], metavar="KEY", help="remove options"
+    )
+    alter = _command(commands, "alter", _alter, "apply Paimon schema changes (ALTER TABLE)")
+    alter.add_argument(
+        "changes",
+        type=_changes,
+        metavar="CHANGES",
+        help='JSON list of Paimon schema changes, e.g. \'[{"action": "addColumn", "fieldNames": ["note"], '
+        '"dataType": "STRING"}]\'; @FILE reads it from a file, - from stdin',
     )
     _command(commands, "expire", _expire, "expire snapshots as the retention options allow")
     _tags(commands)

@@ -39,6 +39,7 @@ from coordinator_client.models import (
     OverviewResponse,
     ReleaseLockResponse,
     RollbackResponse,
+    SchemaChange,
     SequenceNumbersResponse,
     SnapshotListResponse,
     SnapshotModel,
@@ -236,6 +237,16 @@ class CoordinatorClient:
         retention option is invalid; `field` names it, e.g. "set.bucket".
         """
         return self._run(self._api.set_options(table_id, set or {}, remove or ()))
+
+    def alter_table(
+        self, table_id: str, changes: Sequence[SchemaChange | Mapping[str, Any]]
+    ) -> TableResponse:
+        """Apply Paimon schema changes (models such as AddColumn, or their JSON), all or none, as the
+        table's next schema version; files written before read a new column as null.
+
+        BadRequest when a change is refused; `field` names it, e.g. "changes[1].newDataType".
+        """
+        return self._run(self._api.alter_table(table_id, changes))
 
     def expire(self, table_id: str) -> ExpireResponse:
         """Expire the snapshots the table's retention options allow now; tags and consumers keep theirs."""

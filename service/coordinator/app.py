@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from coordinator.api import commits, dashboard, maintenance, ops, snapshots, tables
+from coordinator.api import commits, dashboard, maintenance, ops, rest_catalog, snapshots, tables
 from coordinator.api.body_limit import BodyLimit
 from coordinator.api.deps import LockThreads
 from coordinator.api.errors import install
@@ -53,6 +53,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ops.router,
         ops.readers,
         dashboard.router,
+        # Last: its 501 fallback answers every /v1 path no route before it matched.
+        rest_catalog.router,
     ):
         app.include_router(router)
     return app

@@ -26,6 +26,7 @@ _FLAGS = {
     "lock_acquire_timeout_seconds": "--lock-acquire-timeout-seconds",
     "require_tokens": "--require-tokens",
     "allow_open_bind": "--allow-open-bind",
+    "catalog_name": "--catalog-name",
 }
 
 
@@ -199,6 +200,10 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         default=None,
         help="serve without tokens on a non-loopback address (COORDINATOR_ALLOW_OPEN_BIND)",
+    )
+    serve.add_argument(
+        "--catalog-name",
+        help="the warehouse name of Paimon's REST catalog clients (COORDINATOR_CATALOG_NAME)",
     )
     serve.set_defaults(run=_serve)
 

@@ -10,12 +10,16 @@ CoordinatorError                 500  (never raised for a known condition)
 ├── SnapshotNotFound             404
 ├── TagNotFound                  404
 ├── ConsumerNotFound             404
+├── DatabaseNotFound             404
+├── CatalogNotFound              404  a REST catalog client asked for a warehouse this service is not
 ├── TableAlreadyExists           409
 ├── LocationInUse                409  the location is, encloses or lies inside another table's folder
 ├── PurgeRefused                 409  purge asked for a table whose files the coordinator did not make
 ├── TagAlreadyExists             409
+├── DatabaseAlreadyExists        409
 ├── CommitConflict               409  carries the structured conflict
 ├── PayloadTooLarge              413
+├── NotSupported                 501  a Paimon REST catalog feature the coordinator does not serve
 └── Unavailable                  503  + Retry-After: try again, nothing was half done
     ├── LockUnavailable
     ├── StorageUnavailable            the object store or filesystem failed
@@ -94,6 +98,23 @@ class ConsumerNotFound(CoordinatorError):
     code = "CONSUMER_NOT_FOUND"
 
 
+class DatabaseNotFound(CoordinatorError):
+    status_code = 404
+    code = "DATABASE_NOT_FOUND"
+
+
+class CatalogNotFound(CoordinatorError):
+    """The warehouse (or path prefix) of a REST catalog request is not this coordinator's catalog name."""
+
+    status_code = 404
+    code = "CATALOG_NOT_FOUND"
+
+
+class DatabaseAlreadyExists(CoordinatorError):
+    status_code = 409
+    code = "DATABASE_ALREADY_EXISTS"
+
+
 class TagAlreadyExists(CoordinatorError):
     status_code = 409
     code = "TAG_ALREADY_EXISTS"
@@ -121,6 +142,14 @@ class PurgeRefused(CoordinatorError):
 class PayloadTooLarge(CoordinatorError):
     status_code = 413
     code = "PAYLOAD_TOO_LARGE"
+
+
+class NotSupported(CoordinatorError):
+    """Part of Paimon's REST catalog protocol the coordinator does not serve (branches, system tables,
+    views, functions, partitions): Paimon's clients read 501 as "not implemented" and fall back or fail."""
+
+    status_code = 501
+    code = "NOT_SUPPORTED"
 
 
 class CommitConflict(CoordinatorError):

@@ -19,11 +19,13 @@ from coordinator.settings import Settings
 from coordinator.storage.fileio import FileIO
 from coordinator.storage.warehouse import open_warehouse
 from coordinator.usecases.commits import Committer
+from coordinator.usecases.databases import Databases
 from coordinator.usecases.maintenance import Maintenance
 from coordinator.usecases.operations import Operations
 from coordinator.usecases.overview import Overview
 from coordinator.usecases.overwrite_watch import OverwriteWatch
 from coordinator.usecases.reads import Reads
+from coordinator.usecases.snapshot_documents import SnapshotDocuments
 from coordinator.usecases.table_hold import TableHolds
 from coordinator.usecases.table_stats import Backfill
 from coordinator.usecases.tables import Tables
@@ -50,6 +52,8 @@ class Services:
     clock: Clock
     backfill: Backfill
     overwrite_watch: OverwriteWatch
+    databases: Databases
+    snapshot_documents: SnapshotDocuments
 
     @classmethod
     def start(cls, settings: Settings) -> Services:
@@ -104,6 +108,8 @@ class Services:
             clock,
             backfill,
             overwrite_watch,
+            Databases(engine, tables, root, clock),
+            SnapshotDocuments(engine, fileio, tables),
         )
 
     def close(self) -> None:

@@ -33,6 +33,18 @@ class Settings(BaseSettings):
         description="how often the heads of recently committed tables are compared with storage, to take "
         "back a snapshot an outside writer overwrote (0: only at the next commit)",
     )
+    catalog_name: str = Field(
+        default="paimon",
+        pattern=r"^[A-Za-z0-9_-]{1,128}$",
+        description="the warehouse name Paimon's REST catalog clients pass (`warehouse`), and their prefix",
+    )
+    data_token_seconds: int = Field(
+        default=7200,
+        ge=60,
+        le=86400,
+        description="how long a storage credential vended to a REST catalog client is announced to last "
+        "(pypaimon fetches a new one when less than an hour is left)",
+    )
     log_format: Literal["json", "text"] = "json"
     lock_backend: Literal["table", "hive"] = Field(
         default="table", description="the lock table in the metadata database, or Hive Metastore locks"

@@ -167,7 +167,7 @@ class CommitRecordModel(_Model):
     action: str = Field(
         default="commit",
         description="commit, expire, rollback, create-tag, delete-tag, set-consumer, delete-consumer, "
-        "clean-orphans or set-options",
+        "clean-orphans, set-options or alter-table",
     )
     details: dict[str, Any] | None = Field(default=None, description="what a maintenance action changed")
     table_id: str | None = None

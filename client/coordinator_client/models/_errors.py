@@ -8,9 +8,12 @@ from coordinator_client.models._base import _Model
 from coordinator_client.models._commits import ConflictModel
 
 ErrorCode = Literal[
+    "CATALOG_NOT_FOUND",
     "COMMIT_CONFLICT",
     "COMMIT_NOT_FOUND",
     "CONSUMER_NOT_FOUND",
+    "DATABASE_ALREADY_EXISTS",
+    "DATABASE_NOT_FOUND",
     "DATA_FILE_MISSING",
     "FORBIDDEN",
     "INTERNAL",
@@ -18,6 +21,7 @@ ErrorCode = Literal[
     "LOCATION_IN_USE",
     "LOCK_UNAVAILABLE",
     "METASTORE_UNAVAILABLE",
+    "NOT_SUPPORTED",
     "PAYLOAD_TOO_LARGE",
     "PURGE_REFUSED",
     "SNAPSHOT_NOT_FOUND",

@@ -16,6 +16,7 @@ from coordinator_client.client import CoordinatorClient
 from coordinator_client.models import CommitRequest, CommitResponse, LiveFileModel
 from coordinator_client.spark.committing import collect_written, commit_written, messages
 from coordinator_client.spark.data_files import FILE_COLUMN, WrittenFile, file_prefix
+from coordinator_client.spark.evolution import FileSchemas
 from coordinator_client.spark.layout import SparkTable
 from coordinator_client.spark.read import live_files
 from coordinator_client.spark.tasks import TASK_COLUMN, CompactTask
@@ -49,20 +50,21 @@ def compact(
     todo = {d: files for d, files in buckets.items() if _needs_compaction(layout, files)}
     if not todo:
         return None
-    specs = [
-        json.dumps(
-            {
-                "partition": files[0].partition,
-                "bucket": files[0].bucket,
-                "paths": [f"{d}/{f.file_name}" for f in sorted(files, key=lambda f: f.min_sequence_number)],
-            }
-        )
-        for d, files in todo.items()
-    ]
+    specs = []
+    for d, files in todo.items():
+        ordered = sorted(files, key=lambda f: f.min_sequence_number)
+        spec = {
+            "partition": files[0].partition,
+            "bucket": files[0].bucket,
+            "paths": [f"{d}/{f.file_name}" for f in ordered],
+            "schemaIds": [f.schema_id for f in ordered],
+        }
+        specs.append(json.dumps(spec))
+    schemas = FileSchemas.load(layout, {f.schema_id for files in todo.values() for f in files})
     prefix = file_prefix(uuid.uuid4().hex)
     tasks = spark.createDataFrame([(s,) for s in specs], f"{TASK_COLUMN} string").repartition(len(specs))
     what = f"compaction of {table}"
-    out = tasks.mapInArrow(CompactTask(layout, prefix), f"{FILE_COLUMN} string")
+    out = tasks.mapInArrow(CompactTask(layout, prefix, schemas), f"{FILE_COLUMN} string")
     written = collect_written(out, layout, prefix, what)
     if not layout.has_primary_key:
         written = [_with_sequence_range(f, todo[f.directory]) for f in written]

@@ -219,7 +219,13 @@ class _OpenFile:
                 self.key_max[i] = max(self.key_max[i], high)
 
     def meta(self, layout: SparkTable, size: int, level: int) -> dict[str, Any]:
-        out: dict[str, Any] = {"fileName": self.name, "fileSize": size, "rowCount": self.rows, "level": level}
+        out: dict[str, Any] = {
+            "fileName": self.name,
+            "fileSize": size,
+            "rowCount": self.rows,
+            "level": level,
+            "schemaId": layout.schema.id,  # written with the current schema: readers evolve it later
+        }
         if not layout.has_primary_key or self.first is None or self.last is None or self.sequence is None:
             return out
         types = layout.key_types

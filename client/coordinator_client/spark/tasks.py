@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from coordinator_client.format.bucket_arrow import buckets_of_columns
 from coordinator_client.spark.data_files import RollingFileWriter, WrittenFile, written_files_batch
+from coordinator_client.spark.evolution import FileSchemas
 from coordinator_client.spark.layout import (
     INSERT,
     SparkTable,
@@ -164,11 +165,13 @@ class CompactTask:
 
     Primary-key buckets keep, per key, the row with the highest sequence number and drop retractions
     (nothing older can remain below the top level), then go to the top level. Append buckets are
-    concatenated in sequence order into level-0 files, as Paimon's append compaction does.
+    concatenated in sequence order into level-0 files, as Paimon's append compaction does. Files of an
+    older schema are read as rows of the current one, which the new files are written with.
     """
 
     layout: SparkTable
     prefix: str
+    schemas: FileSchemas
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         fs, root = self.layout.filesystem()
@@ -180,9 +183,11 @@ class CompactTask:
     def _compact(self, fs: Any, root: str, spec: Mapping[str, Any]) -> Sequence[WrittenFile]:
         layout = self.layout
         tables = []
-        for path in spec["paths"]:
+        for path, schema_id in zip(spec["paths"], spec["schemaIds"], strict=True):
+            written = self.schemas.written(schema_id).file_schema
             with fs.open_input_file(f"{root}/{path}") as f:
-                tables.append(pq.read_table(f).select(layout.file_schema.names).cast(layout.file_schema))
+                rows = pq.read_table(f, columns=written.names).cast(written)
+            tables.append(self.schemas.read_as_current(rows, schema_id))
         rows = pa.concat_tables(tables)
         if layout.has_primary_key:
             rows = merge_by_key(layout, rows)

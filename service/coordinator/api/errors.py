@@ -8,6 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from coordinator.api.rest_catalog.errors import is_rest_catalog, rest_error, rest_validation_error
 from coordinator.errors import (
     CommitConflict,
     CoordinatorError,
@@ -30,22 +31,27 @@ def _render(error: ErrorResponse, status: int, headers: dict[str, str] | None = 
     return JSONResponse(error.model_dump(mode="json", by_alias=True, exclude_none=True), status, headers)
 
 
-async def coordinator_error(_request: Request, exc: Exception) -> JSONResponse:
+async def coordinator_error(request: Request, exc: Exception) -> JSONResponse:
+    """The error's status and body; under /v1 in the shape of Paimon's REST catalog protocol."""
     assert isinstance(exc, CoordinatorError)
     headers = None
     if isinstance(exc, Unavailable):
         headers = {"Retry-After": str(exc.retry_after_seconds)}
     elif isinstance(exc, Unauthenticated):
         headers = {"WWW-Authenticate": 'Bearer realm="paimon-coordinator"'}
+    if is_rest_catalog(request.url.path):
+        return rest_error(request, exc, headers)
     return _render(exc.to_response(), exc.status_code, headers)
 
 
-async def validation_error(_request: Request, exc: Exception) -> JSONResponse:
+async def validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     first = exc.errors()[0]
     location = [str(p) for p in first["loc"] if p not in ("body", "query", "path", "header")]
     field = _dotted(location)
     message = f"{field}: {first['msg']}" if field else str(first["msg"])
+    if is_rest_catalog(request.url.path):
+        return rest_validation_error(message)
     return _render(ErrorResponse(code="INVALID_REQUEST", message=message, field=field or None), 422)
 
 

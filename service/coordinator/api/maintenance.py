@@ -1,4 +1,5 @@
-"""Maintenance: table options, snapshot expiration, tags, consumers, rollback and orphan cleanup.
+"""Maintenance: schema evolution (ALTER TABLE) and table options, snapshot expiration, tags, consumers,
+rollback and orphan cleanup.
 
 Admins only, but for consumers: a streaming job that reads the table moves its own consumer, so a writer
 token granted the table may too. Who asked (the token's name) is recorded in the history.
@@ -24,6 +25,7 @@ from coordinator.errors import (
     TagNotFound,
 )
 from coordinator_client.models import (
+    AlterTableRequest,
     CleanOrphansRequest,
     CleanOrphansResponse,
     ConsumerListResponse,
@@ -54,6 +56,16 @@ async def set_options(
 ) -> TableResponse:
     """Set and remove table options (e.g. the snapshot retention ones); writes the next schema version."""
     table = await threads.run(services.maintenance.set_options, table_id, body, actor=caller.name)
+    return table_response(await threads.run(services.tables.entry, table.id))
+
+
+@router.post("/schema", responses={**_LOCKED, **responses(InvalidRequest)})
+async def alter_table(
+    table_id: TableId, body: AlterTableRequest, services: ServicesDep, threads: LockThreadsDep, caller: Admin
+) -> TableResponse:
+    """Apply Paimon schema changes (add, rename, drop, move and widen columns, comments, options), all
+    or none, as the next schema version; old files read the new columns as null."""
+    table = await threads.run(services.maintenance.alter_table, table_id, body, actor=caller.name)
     return table_response(await threads.run(services.tables.entry, table.id))
 
 

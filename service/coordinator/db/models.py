@@ -69,6 +69,17 @@ class TableRow(Base):
     )
 
 
+class DatabaseRow(Base):
+    """A database of the catalog: Paimon's REST catalog creates, lists and drops them; a table's
+    `database` names one (the native API's table creation makes it exist)."""
+
+    __tablename__ = "paimon_databases"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    options: Mapped[dict[str, str]] = mapped_column(JSON_DOCUMENT)
+    created_at: Mapped[float] = mapped_column(Float)
+
+
 class SnapshotRow(Base):
     """Every snapshot of a table; `published` turns true once snapshot-N is on storage."""
 

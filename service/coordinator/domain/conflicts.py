@@ -4,7 +4,8 @@ The conflict matrix (checked in this order; the first failure wins):
 
 | type                   | when                                                                 | retryable |
 |------------------------|----------------------------------------------------------------------|-----------|
-| BASE_SNAPSHOT_MOVED    | strict mode: the table's latest snapshot is not the writer's base     | yes       |
+| BASE_SNAPSHOT_MOVED    | strict mode, or a proposed snapshot (REST): the table's latest        | yes       |
+|                        | snapshot is not the writer's base                                    |           |
 | BUCKET_COUNT_CHANGED   | an ADD's totalBuckets differs from the partition's live files or from | no        |
 |                        | another ADD of the same partition (not checked for OVERWRITE)         |           |
 | DUPLICATE_FILE         | the delta names a file twice, or adds a file that is already live     | no        |
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 
 from coordinator.domain.live_files import Identifier, LiveFiles
 from coordinator_client.format.manifest import FileKind, ManifestEntry
+from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import ConflictType
 
 KeyDecoder = Callable[[bytes], tuple[object, ...]]
@@ -55,6 +57,33 @@ def check_base_snapshot(base_snapshot_id: int | None, latest_snapshot_id: int) -
             winning_snapshot_id=latest_snapshot_id,
             retryable=True,
         )
+
+
+def check_compare_and_set(head: Snapshot | None, snapshot_id: int, base_uuid: str | None) -> None:
+    """A snapshot a client finished itself (Paimon's REST protocol) builds on the table's head: its id is
+    the next one and its base is the head's uuid; a client or a head without a uuid (Paimon 1.x) is
+    decided by the id alone.
+
+    Raises:
+        Conflict: BASE_SNAPSHOT_MOVED, retryable: the client rebases and proposes again.
+    """
+    head_id = head.id if head is not None else 0
+    if head is None:
+        same_base = base_uuid is None
+    elif head.uuid is not None and base_uuid is not None:
+        same_base = base_uuid == head.uuid
+    else:
+        same_base = True
+    if same_base and snapshot_id == head_id + 1:
+        return
+    head_name = f"{head_id} ({head.uuid})" if head is not None and head.uuid else str(head_id)
+    raise Conflict(
+        "BASE_SNAPSHOT_MOVED",
+        f"snapshot {snapshot_id} was built on {base_uuid or 'an empty table'}, but the table's latest "
+        f"snapshot is {head_name}",
+        winning_snapshot_id=head_id or None,
+        retryable=True,
+    )
 
 
 def check_conflicts(

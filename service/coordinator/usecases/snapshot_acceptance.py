@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Sequence
 
 from coordinator.clock import Clock
-from coordinator.domain.conflicts import Conflict, check_conflicts
+from coordinator.domain.conflicts import check_compare_and_set, check_conflicts
 from coordinator.domain.manifest_merge import merge_manifests
 from coordinator.domain.snapshot import WRITER_VERSION
 from coordinator.errors import InvalidRequest
@@ -55,7 +55,7 @@ def accept_proposal(
     assert proposed is not None
     snapshot = proposed.snapshot
     with member.timed("conflictCheck"):
-        check_compare_and_set(state.snapshot, proposed)
+        check_compare_and_set(state.snapshot, snapshot.id, proposed.base_snapshot_uuid)
         live = live_index.view(table, member.resolved, overlay, state.snapshot_id)
         check_conflicts(
             live,
@@ -71,32 +71,6 @@ def accept_proposal(
     member.deltas[snapshot.id] = proposed.entries
     with member.timed("manifestWrite"):
         _merge_when_due(table, state, member, clock)
-
-
-def check_compare_and_set(head: Snapshot | None, proposed: ProposedSnapshot) -> None:
-    """The proposal builds on the head: its id is the next one and its base is the head's uuid.
-
-    Raises:
-        Conflict: BASE_SNAPSHOT_MOVED, retryable.
-    """
-    snapshot = proposed.snapshot
-    head_id = head.id if head is not None else 0
-    base = proposed.base_snapshot_uuid
-    if head is None:
-        same_base = base is None
-    elif head.uuid is not None and base is not None:
-        same_base = base == head.uuid
-    else:
-        same_base = True  # a Paimon 1.x client, or a head without a uuid: the id decides
-    if same_base and snapshot.id == head_id + 1:
-        return
-    raise Conflict(
-        "BASE_SNAPSHOT_MOVED",
-        f"snapshot {snapshot.id} was built on {base or 'an empty table'}, but the table's latest snapshot is "
-        f"{head_id}" + (f" ({head.uuid})" if head is not None and head.uuid else ""),
-        winning_snapshot_id=head_id or None,
-        retryable=True,
-    )
 
 
 def _check_base_holds_head(state: TableState, proposed: ProposedSnapshot) -> None:

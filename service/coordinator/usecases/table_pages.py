@@ -25,6 +25,7 @@ class TableEntry:
     latest_snapshot_id: int
     stats: TableStats
     last_commit_at: float | None
+    created_at: float
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ def table_entry(row: TableRow) -> TableEntry:
         row.latest_snapshot_id,
         TableStats(row.total_record_count, row.file_count, row.file_bytes),
         row.last_commit_at,
+        row.created_at,
     )
 
 

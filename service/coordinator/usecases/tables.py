@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from coordinator.clock import Clock
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
+from coordinator.db.repositories.databases import insert_database
 from coordinator.domain.locations import is_root, location_key
 from coordinator.domain.table_schema import TableShape
 from coordinator.errors import (
@@ -331,6 +332,8 @@ class Tables:
         field = "location" if origin == REGISTERED else None
         try:
             with self._engine.begin() as conn:
+                # Both doors see one catalog: a table's database exists once the table does.
+                insert_database(conn, request.database, {}, now=self._clock.now())
                 repo.insert_table(
                     conn,
                     {

@@ -89,6 +89,25 @@ def list_snapshots(conn: Connection, table_id: str, limit: int, before: int | No
     return [_snapshot(r) for r in rows]
 
 
+def latest_published(conn: Connection, table_id: str) -> StoredSnapshot | None:
+    """The newest snapshot whose file is on storage."""
+    row = first(
+        conn,
+        select(SnapshotRow.__table__)
+        .where(SnapshotRow.table_id == table_id, SnapshotRow.published.is_(True))
+        .order_by(SnapshotRow.snapshot_id.desc())
+        .limit(1),
+    )
+    return _snapshot(row) if row is not None else None
+
+
+def earliest_recorded_id(conn: Connection, table_id: str) -> int | None:
+    """The oldest snapshot the table still records (expiration forgets the ones it removes)."""
+    query = select(SnapshotRow.snapshot_id).where(SnapshotRow.table_id == table_id)
+    found = conn.execute(query.order_by(SnapshotRow.snapshot_id).limit(1)).scalar()
+    return None if found is None else int(found)
+
+
 def _snapshot(row: RowMapping) -> StoredSnapshot:
     return StoredSnapshot(
         int(row["snapshot_id"]),

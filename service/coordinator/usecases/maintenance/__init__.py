@@ -1,5 +1,5 @@
-"""Table maintenance under the table lock, one module per use case: options, expiration, tags, rollback,
-consumers and orphan cleanup, each recorded in the table's history.
+"""Table maintenance under the table lock, one module per use case: schema evolution (ALTER TABLE, table
+options), expiration, tags, rollback, consumers and orphan cleanup, each recorded in the table's history.
 
 Every action holds its table through `TableHolds` (as commits do) and writes its database change and its
 history row in one fenced transaction (`table_actions`); the files it may delete are what only the
@@ -16,9 +16,9 @@ from coordinator.storage.fileio import FileIO
 from coordinator.usecases.commits import Committer
 from coordinator.usecases.maintenance.consumers import Consumers
 from coordinator.usecases.maintenance.expiration import Expiration
-from coordinator.usecases.maintenance.options import TableOptions
 from coordinator.usecases.maintenance.orphans import Orphans
 from coordinator.usecases.maintenance.rollback import Rollback
+from coordinator.usecases.maintenance.schema_evolution import SchemaEvolution
 from coordinator.usecases.maintenance.table_actions import TableActions
 from coordinator.usecases.maintenance.tags import Tags
 from coordinator.usecases.reads import Reads
@@ -43,14 +43,15 @@ class Maintenance:
         clock: Clock,
     ) -> None:
         actions = TableActions(fileio, tables, reads, holds, metrics=metrics, clock=clock)
-        self.options = TableOptions(actions, committer)
+        self.schemas = SchemaEvolution(actions, committer)
         self.expiration = Expiration(actions, committer)
         self.tags = Tags(actions)
         self.rollbacks = Rollback(actions, committer, self.expiration)
         self.consumers = Consumers(actions)
         self.orphans = Orphans(actions, committer)
 
-        self.set_options = self.options.set_options
+        self.alter_table = self.schemas.alter_table
+        self.set_options = self.schemas.set_options
         self.expire = self.expiration.expire
         self.after_commit = self.expiration.after_commit
         self.create_tag = self.tags.create_tag

@@ -6,7 +6,7 @@ from __future__ import annotations
 from coordinator.db import repositories as repo
 from coordinator.db.repositories import live_files as index
 from coordinator.domain.file_references import FileReferences, only_removed
-from coordinator.errors import InvalidRequest, TagNotFound
+from coordinator.errors import CommitConflict, InvalidRequest, TagNotFound
 from coordinator.usecases.commits import Committer
 from coordinator.usecases.maintenance.expiration import Expiration
 from coordinator.usecases.maintenance.table_actions import Deleted, TableActions
@@ -14,7 +14,7 @@ from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.table_stats import stats_on_storage
 from coordinator_client.format.manifest import FileKind
 from coordinator_client.format.snapshot import EARLIEST, LATEST, format_hint
-from coordinator_client.models import RollbackRequest, RollbackResponse
+from coordinator_client.models import ConflictModel, RollbackRequest, RollbackResponse
 
 
 class Rollback:
@@ -23,11 +23,14 @@ class Rollback:
         self._committer = committer
         self._expiration = expiration
 
-    def rollback(self, table_id: str, request: RollbackRequest, *, actor: str) -> RollbackResponse:
+    def rollback(
+        self, table_id: str, request: RollbackRequest, *, actor: str, from_snapshot: int | None = None
+    ) -> RollbackResponse:
         """Make a retained snapshot or a tag the latest again. The next commit gets the id after the target.
+        With `from_snapshot`, only if that is still the latest (checked under the table's lock).
 
         Raises: TableNotFound, SnapshotNotFound, TagNotFound, InvalidRequest, LockUnavailable,
-        CommitConflict (LOCK_LOST).
+        CommitConflict (LOCK_LOST; LATEST_SNAPSHOT_MOVED when the latest is not `from_snapshot`).
         """
         if (request.snapshot_id is None) == (request.tag is None):
             raise InvalidRequest("give exactly one of snapshotId and tag", field="snapshotId")
@@ -43,6 +46,14 @@ class Rollback:
             else:
                 target = actions.retained_snapshot(table, request.snapshot_id)
             latest = actions.tables.latest_snapshot_id(table.id)
+            if from_snapshot is not None and from_snapshot != latest:
+                raise CommitConflict(
+                    ConflictModel(
+                        type="LATEST_SNAPSHOT_MOVED",
+                        message=f"rollback from snapshot {from_snapshot} of {table_id} refused: the latest "
+                        f"snapshot is {latest}",
+                    )
+                )
             earliest = actions.earliest_id(table) or target.id
             removed = [actions.snapshot(table, i) for i in range(max(earliest, target.id + 1), latest + 1)]
             removed_tags = {n: s for n, s in tags.items() if s.id > target.id}

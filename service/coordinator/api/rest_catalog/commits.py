@@ -1,0 +1,55 @@
+"""POST {T}/commit: a snapshot a Paimon engine finished itself, published if it builds on the head.
+
+The decision is the commit pipeline's (Committer.commit_snapshot, under the table's lock): this route
+only carries the request in and the answer out. `success: false` means the table's head is not the
+snapshot's base: the client rebases and proposes again, as Paimon's clients do on their own.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from coordinator.api.deps import LockThreadsDep, ServicesDep
+from coordinator.api.rest_catalog.errors import responses
+from coordinator.api.rest_catalog.models import CommitTableRequest, CommitTableResponse
+from coordinator.api.rest_catalog.params import TablePath, TableWriter
+from coordinator.errors import (
+    CommitConflict,
+    InvalidRequest,
+    LockUnavailable,
+    NotSupported,
+    PayloadTooLarge,
+    StorageUnavailable,
+    TableNotFound,
+)
+from coordinator.usecases.snapshot_proposals import SnapshotProposal
+
+router = APIRouter(prefix="/{prefix}/databases/{database}/tables/{table}")
+
+
+@router.post(
+    "/commit",
+    responses=responses(
+        InvalidRequest, TableNotFound, CommitConflict, PayloadTooLarge, NotSupported, LockUnavailable,
+        StorageUnavailable,
+    ),
+)  # fmt: skip
+async def commit(
+    table: TablePath,
+    body: CommitTableRequest,
+    services: ServicesDep,
+    threads: LockThreadsDep,
+    _writer: TableWriter,
+) -> CommitTableResponse:
+    """`success: true` when the snapshot is published now or was already (a resend); `false` when its
+    base is not the head. 404 TABLE also for a `tableId` that is not the table's uuid (it was dropped
+    and created again); 409 names the files and the snapshot that won a definite conflict; 503 with
+    Retry-After when the table's lock or the store is busy (nothing was written)."""
+    proposal = SnapshotProposal(
+        table_uuid=body.table_id,
+        base_snapshot_uuid=body.base_snapshot_uuid,
+        snapshot_json=dict(body.snapshot),
+        statistics=[dict(s) for s in body.statistics],
+    )
+    published = await threads.run(services.committer.commit_snapshot, table.id, proposal)
+    return CommitTableResponse(success=published)

@@ -1,0 +1,23 @@
+"""One pypaimon REST writer as an OS process of its own: `python -m tests.rest_writer_process URL TABLE
+WRITER COMMITS` commits COMMITS one-row batches, row ids WRITER * 1000 + i, and prints how many it did."""
+
+from __future__ import annotations
+
+import sys
+
+import pyarrow as pa
+
+from tests.rest_writers import rest_catalog, write_rows
+
+SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("writer", pa.int32())])
+
+
+def main(url: str, table_id: str, writer: int, commits: int) -> None:
+    table = rest_catalog(url).get_table(table_id)
+    for i in range(commits):
+        write_rows(table, pa.Table.from_pylist([{"id": writer * 1000 + i, "writer": writer}], schema=SCHEMA))
+    print(commits, flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
