@@ -3,7 +3,7 @@ own filesystem catalog. Both sides are the same unmodified pypaimon 2.1.0 code; 
 differ, so what differs in the figures is how a commit is decided (a POST to the catalog server, or a
 snapshot file created on storage by the writer).
 
-1. Latency: one-file batch commits, the sides alternating in one loop (which goes first alternates too).
+1. Latency: one-file batch commits, the sides taking turns in one loop (who goes first rotates).
    Per commit `new_batch_write_builder` -> `write_arrow` -> `prepare_commit` (untimed), then the clock
    around `commit(messages)` alone, split into its steps (`time_commit_steps`). Both tables are read
    back at the end.
