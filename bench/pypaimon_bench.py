@@ -114,19 +114,28 @@ def big_commit(warehouse: Path, counts: Counts) -> dict[str, Any]:
     return {"files": len(messages), "seconds": seconds, "staging_s": staging}
 
 
-def _count_retries() -> list[int]:
-    """Wrap FileStoreCommit._commit_retry_wait (runs once per failed attempt) to count retries."""
+_retries: list[int] = []
+
+
+def count_retries() -> list[int]:
+    """Wrap FileStoreCommit._commit_retry_wait (runs once per failed attempt) to count retries.
+
+    Returns a one-element counter shared by every commit of this process, its REST catalog's commits
+    included (they retry in the same loop); a second call returns the same counter, not a second wrap.
+    """
     from pypaimon.write.file_store_commit import FileStoreCommit
 
-    counter = [0]
+    if _retries:
+        return _retries
+    _retries.append(0)
     original = FileStoreCommit._commit_retry_wait
 
     def counted(self: Any, retry_count: int) -> None:
-        counter[0] += 1
+        _retries[0] += 1
         original(self, retry_count)
 
     FileStoreCommit._commit_retry_wait = counted
-    return counter
+    return _retries
 
 
 def writer(job: dict[str, Any], ready: Queue[int], start: Event, out: Queue[dict[str, Any]]) -> None:
@@ -136,7 +145,7 @@ def writer(job: dict[str, Any], ready: Queue[int], start: Event, out: Queue[dict
     try:
         # Each failed rename logs a warning; the wrapper below counts them instead.
         logging.getLogger("pypaimon").setLevel(logging.ERROR)
-        retries = _count_retries()
+        retries = count_retries()
         k, n = job["writer"], job["commits"]
         table = catalog(job["catalog"]).get_table(f"{DATABASE}.{job['table']}")
         builder = table.new_stream_write_builder()
@@ -156,8 +165,12 @@ def writer(job: dict[str, Any], ready: Queue[int], start: Event, out: Queue[dict
                 messages = write.prepare_commit(j)
                 t1 = time.perf_counter()
                 commit.commit(messages, j)
-            except Exception as error:  # retries ran out: pypaimon raises, the commit is not acknowledged
-                failures.append({"identifier": j, "error": repr(error)[:500]})
+            except (
+                Exception
+            ) as error:  # pypaimon raises (retries ran out, or it cannot tell): not acknowledged
+                failures.append(
+                    {"identifier": j, "error": repr(error)[:500], "cause": repr(error.__cause__)[:500]}
+                )
                 continue
             t2 = time.perf_counter()
             records.append(

@@ -117,10 +117,11 @@ def _number(value: float, unit: str) -> str:
     return f"{value:.2f} ms"
 
 
-def render(title: str, rows: list[Row]) -> str:
-    """A fixed-width table: metric | coordinator | pypaimon | ratio | target."""
-    header = ("metric", "coordinator", "pypaimon", "ratio", "target")
-    lines = []
+def render(title: str, rows: list[Row], sides: tuple[str, str] = ("coordinator", "pypaimon")) -> str:
+    """A fixed-width table: metric | coordinator | pypaimon | ratio | target (`sides` names the two value
+    columns: Row.coordinator's, then Row.pypaimon's)."""
+    header = ("metric", *sides, "ratio", "target")
+    lines: list[tuple[str, ...]] = []
     for row in rows:
         ratio = "—" if row.ratio is None or row.unit == "commits" else f"{row.ratio:.2f}x"
         verdict = "" if row.meets is None else ("  met" if row.meets(row.coordinator) else "  MISSED")
@@ -133,20 +134,19 @@ def render(title: str, rows: list[Row]) -> str:
                 row.target + verdict,
             )
         )
-    widths = [max(len(r[i]) for r in [header, *lines]) for i in range(len(header))]
+    return f"{title}\n{grid(header, lines)}"
+
+
+def grid(header: tuple[str, ...], lines: list[tuple[str, ...]]) -> str:
+    """A fixed-width markdown table: the first column left-aligned, the others right-aligned."""
+    widths = [max(len(line[i]) for line in [header, *lines]) for i in range(len(header))]
 
     def fmt(cells: tuple[str, ...]) -> str:
-        return (
-            "| "
-            + " | ".join(
-                c.ljust(w) if i == 0 else c.rjust(w)
-                for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-            )
-            + " |"
-        )
+        pairs = enumerate(zip(cells, widths, strict=True))
+        return "| " + " | ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in pairs) + " |"
 
     rule = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    return "\n".join([title, fmt(header), rule, *(fmt(line) for line in lines)])
+    return "\n".join([fmt(header), rule, *(fmt(line) for line in lines)])
 
 
 PHASES = ["validate", "lockWait", "reconcile", "conflictCheck", "manifestWrite", "commitPoint", "publish"]

@@ -2,10 +2,13 @@
 
 usage: python bench/run.py [--quick] [--databases sqlite,postgres]
        python bench/run.py --s3 [--commits 100] [--writers 8] [--per-writer 20] [--database sqlite|postgres]
+       python bench/run.py --rest [--s3 | --stores local,s3] [--databases sqlite,postgres] [--quick] [...]
 
 Prints one table per database (metric | coordinator | pypaimon | ratio | target) and writes every raw
 number to bench/results/<timestamp>.json. With `--s3`, instead, the S3 benchmark of bench/s3_commits.py
-(its own options follow). What is measured and how to read it: bench/README.md.
+(its own options follow). With `--rest`, pypaimon through the coordinator's Paimon REST catalog beside
+pypaimon's own filesystem commit, on local disk and on S3 (bench/rest_commits.py). What is measured
+and how to read it: bench/README.md.
 """
 
 from __future__ import annotations
@@ -30,6 +33,11 @@ def importable() -> None:
 def main() -> int:
     importable()
     argv = sys.argv[1:]
+    if "--rest" in argv:
+        # Before --s3: with --rest, --s3 picks the REST benchmark's store.
+        from bench.rest_commits import main as run_rest
+
+        return run_rest([a for a in argv if a != "--rest"])
     if "--s3" in argv:
         # The S3 benchmark has options of its own; the suite's parser would refuse them.
         from bench.s3_commits import main as run_s3

@@ -69,7 +69,7 @@ from bench.pypaimon_bench import catalog as pypaimon_catalog
 from bench.pypaimon_bench import catalog_options as pypaimon_catalog_options
 from bench.pypaimon_bench import create_table as create_pypaimon_table
 from bench.pypaimon_bench import writer as pypaimon_writer
-from bench.report import Row, _phases, render
+from bench.report import Row, _phases, grid, render
 from bench.service import CoordinatorProcess, postgres_database, sqlite_url
 from bench.stats import median_phases, summarize
 from bench.suite import busy_warning, environment, revision, revision_text, save
@@ -388,7 +388,7 @@ def premise_table(results: dict[str, Any]) -> str:
         "side", "run", "reported OK", "failed", "LOST", "rows read / rows of OK commits", "snapshot files",
         "OK but in no snapshot file", "wall s", "OK/s", "durable/s", "commit p50 / p90 ms",
     )  # fmt: skip
-    lines = [header]
+    lines: list[tuple[str, ...]] = []
     for side in ("pypaimon", "coordinator"):
         for r in results["premise"][side]:
             v = r["verify"]
@@ -402,15 +402,7 @@ def premise_table(results: dict[str, Any]) -> str:
                     f"{r['commit_ms']['p50']:.0f} / {r['commit_ms']['p90']:.0f}",
                 )
             )  # fmt: skip
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-
-    def fmt(cells: tuple[str, ...]) -> str:
-        pairs = enumerate(zip(cells, widths, strict=True))
-        padded = (c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in pairs)
-        return "| " + " | ".join(padded) + " |"
-
-    rule = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    return "\n".join([fmt(lines[0]), rule, *(fmt(line) for line in lines[1:])])
+    return grid(header, lines)
 
 
 def details(results: dict[str, Any]) -> str:
