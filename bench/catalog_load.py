@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bench.data import DATABASE, ROWS_PER_FILE, acknowledged_ids, partition_of, rows
@@ -41,6 +41,13 @@ class Side:
     kind: str
     """REST or FILESYSTEM."""
     options: Mapping[str, str]
+    table_options: Mapping[str, str] = field(default_factory=dict)
+    """Options of the tables the side creates (the coordinator's `coordinator.rebase-appends`)."""
+    suffix: str = ""
+    """Ends the names of its tables: two sides may share one coordinator."""
+
+    def table(self, name: str) -> str:
+        return f"{name}{self.suffix}"
 
 
 def rest_options(url: str) -> dict[str, str]:
@@ -96,7 +103,10 @@ def time_commit_steps() -> dict[str, float]:
 
 def latency(sides: Sequence[Side], commits: int, windows: Mapping[str, tuple[int, int]]) -> dict[str, Any]:
     """`commits` one-file batch commits per side, alternated; p50/p99 per window, and the read-back."""
-    tables = {side.name: create_table(catalog(side.options), "latency") for side in sides}
+    tables = {
+        side.name: create_table(catalog(side.options), side.table("latency"), side.table_options)
+        for side in sides
+    }
     records: dict[str, list[dict[str, Any]]] = {side.name: [] for side in sides}
     retries, steps = count_retries(), time_commit_steps()
     for i in range(1, commits + 1):
@@ -187,8 +197,8 @@ def _latency_summary(
 
 def contention(side: Side, writers: int, per_writer: int, run: int) -> dict[str, Any]:
     """`writers` processes x `per_writer` commits into one fresh table of `side`, released together."""
-    name = f"contend_{run}"
-    table = create_table(catalog(side.options), name)
+    name = side.table(f"contend_{run}")
+    table = create_table(catalog(side.options), name, side.table_options)
     jobs = [
         {"writer": k, "commits": per_writer, "catalog": dict(side.options), "table": name}
         for k in range(writers)

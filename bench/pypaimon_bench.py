@@ -60,11 +60,12 @@ def catalog(options: Mapping[str, str]) -> Any:
     return cat
 
 
-def create_table(cat: Any, name: str) -> Any:
+def create_table(cat: Any, name: str, options: Mapping[str, str] | None = None) -> Any:
     """Partitioned by dt, bucket-unaware append table: the same shape as the coordinator's tables."""
     from pypaimon import Schema
 
-    schema = Schema.from_pyarrow_schema(ARROW_SCHEMA, partition_keys=["dt"], options={"bucket": "-1"})
+    table_options = {"bucket": "-1", **(options or {})}
+    schema = Schema.from_pyarrow_schema(ARROW_SCHEMA, partition_keys=["dt"], options=table_options)
     cat.create_table(f"{DATABASE}.{name}", schema, False)
     return cat.get_table(f"{DATABASE}.{name}")
 

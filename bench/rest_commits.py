@@ -125,6 +125,11 @@ def measure_store(store: str, args: argparse.Namespace, root: Path) -> dict[str,
             )
             revisions[database] = revision()
             sides.append(Side(f"{REST} on {database}", REST, rest_options(service.url)))
+            # The same coordinator, tables that ask it to rebase appends whose base moved.
+            rebased = {"coordinator.rebase-appends": "true"}
+            sides.append(
+                Side(f"{REST} rebased on {database}", REST, rest_options(service.url), rebased, "_rebased")
+            )
         result: dict[str, Any] = {
             "store": store,
             "revisions": revisions,
@@ -135,7 +140,9 @@ def measure_store(store: str, args: argparse.Namespace, root: Path) -> dict[str,
         result["latency"] = latency(sides, args.commits, windows(args))
         for side in sides:
             if side.kind == REST:
-                result["latency"][side.name]["service"] = service_history(side.options["uri"], "latency")
+                result["latency"][side.name]["service"] = service_history(
+                    side.options["uri"], side.table("latency")
+                )
         result["contention"] = {side.name: [] for side in sides}
         shape = f"{args.writers} x {args.per_writer}"
         for number in range(1, args.runs + 1):
@@ -145,7 +152,9 @@ def measure_store(store: str, args: argparse.Namespace, root: Path) -> dict[str,
                 progress(f"{store}: contention run {number}/{args.runs}, {shape} commits, {side.name}")
                 measured = contention(side, args.writers, args.per_writer, number)
                 if side.kind == REST:
-                    measured["service"] = service_history(side.options["uri"], f"contend_{number}")
+                    measured["service"] = service_history(
+                        side.options["uri"], side.table(f"contend_{number}")
+                    )
                 result["contention"][side.name].append(measured)
     return result
 
