@@ -8,6 +8,7 @@ commits go through the same server's use cases (a commit held at its commit poin
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -19,11 +20,20 @@ import pytest
 
 from coordinator.usecases.commit_records import commit_point
 from coordinator.usecases.snapshot_acceptance import MANIFEST_MERGE_USER, REBASE_APPENDS
-from coordinator_client.format.manifest import decode_manifest_list
-from coordinator_client.format.snapshot import Snapshot
+from coordinator_client.format.manifest import (
+    FileKind,
+    SimpleStats,
+    decode_manifest,
+    decode_manifest_list,
+    encode_manifest,
+    encode_manifest_list,
+)
+from coordinator_client.format.manifest_meta import manifest_file_meta
+from coordinator_client.format.manifest_model import EMPTY_ROW
+from coordinator_client.format.snapshot import CommitKind, Snapshot
 from coordinator_client.models import CommitRequest
 from tests.conftest import LiveServer
-from tests.paimon_files import PaimonTable, deletion_of, read_bytes, read_text
+from tests.paimon_files import PaimonTable, deletion_of, read_bytes, read_text, write_bytes
 from tests.pause import PausedCall
 from tests.rest_writers import (
     CATALOG_NAME,
@@ -259,3 +269,72 @@ def test_manifests_of_rest_writers_stay_bounded(live_server: LiveServer) -> None
         ]
         assert len(manifests) < 30, f"{len(manifests)} manifests after {commits} commits"
     assert sorted(r["id"] for r in read_rows(table)) == list(range(commits))
+
+
+def test_the_compaction_of_a_commit_sent_as_its_own_snapshot_joins_its_history_row(
+    live_server: LiveServer,
+) -> None:
+    """Java's engines send a commit's APPEND and its COMPACT as two snapshots of one (commitUser,
+    identifier). The COMPACT is not a resend of the APPEND: it is decided, and both snapshots are one
+    history row; the COMPACT sent again is a resend."""
+    catalog = rest_catalog(live_server.url)
+    table = create_rest_table(catalog, "db.java", EVENTS)
+    write_rows(table, events(range(4)))
+    with httpx.Client(base_url=live_server.url, timeout=60) as http:
+        native = native_table(http, "db.java")
+        first = snapshot_on_storage(native, 1)
+        manifests = f"{native.location}/manifest"
+        live = [
+            e
+            for m in decode_manifest_list(read_bytes(f"{manifests}/{first.delta_manifest_list}"))
+            for e in decode_manifest(read_bytes(f"{manifests}/{m.file_name}"))
+        ]
+        assert len(live) == 1
+        # The compaction rewrites the one file under a new name (what a compaction of an append table
+        # writes), as the client would: data file, delta manifest, both manifest lists.
+        old = live[0]
+        bucket_dir = f"{native.location}/bucket-0"
+        new_name = f"data-{uuid.uuid4()}-0.parquet"
+        write_bytes(f"{bucket_dir}/{new_name}", read_bytes(f"{bucket_dir}/{old.file.file_name}"))
+        delta = [
+            dataclasses.replace(old, kind=FileKind.DELETE),
+            dataclasses.replace(old, file=dataclasses.replace(old.file, file_name=new_name, file_source=1)),
+        ]
+        manifest = encode_manifest(delta)
+        write_bytes(f"{manifests}/manifest-java-0", manifest)
+        meta = manifest_file_meta(
+            "manifest-java-0", len(manifest), delta, 0, SimpleStats(EMPTY_ROW, EMPTY_ROW, ())
+        )
+        base = decode_manifest_list(read_bytes(f"{manifests}/{first.base_manifest_list}"))
+        base += decode_manifest_list(read_bytes(f"{manifests}/{first.delta_manifest_list}"))
+        write_bytes(f"{manifests}/manifest-list-java-0", encode_manifest_list(base))
+        write_bytes(f"{manifests}/manifest-list-java-1", encode_manifest_list([meta]))
+        compact = dataclasses.replace(
+            first,
+            id=2,
+            uuid=str(uuid.uuid4()),
+            base_manifest_list="manifest-list-java-0",
+            base_manifest_list_size=None,
+            delta_manifest_list="manifest-list-java-1",
+            delta_manifest_list_size=None,
+            delta_record_count=0,
+            commit_kind=CommitKind.COMPACT,
+        )
+        body = {
+            "tableId": http.get("/tables/db.java").json()["uuid"],
+            "baseSnapshotUuid": first.uuid,
+            "snapshot": json.loads(compact.to_json()),
+            "statistics": [],
+        }
+        path = f"/v1/{CATALOG_NAME}/databases/db/tables/java/commit"
+        for _ in range(2):  # the second time, a resend
+            answer = http.post(path, json=body, headers={"Authorization": "Bearer t"})
+            assert answer.json() == {"success": True}, answer.text
+        assert latest_id(http, "db.java") == 2
+        rows = [c for c in history(http, "db.java") if c["commitUser"] == first.commit_user]
+        assert [c["snapshots"] for c in rows] == [
+            [{"id": 1, "commitKind": "APPEND"}, {"id": 2, "commitKind": "COMPACT"}]
+        ]
+        files = http.get("/tables/db.java/files").json()["files"]
+        assert [f["fileName"] for f in files] == [new_name]
+    assert sorted(r["id"] for r in read_rows(catalog.get_table("db.java"))) == [0, 1, 2, 3]
