@@ -26,7 +26,7 @@ serve: install
 ## The whole suite: lint, type check, deployment files, then every test on SQLite and PostgreSQL.
 test: install-dev lint pytest
 
-## The fast lane while editing (about two minutes on 2 cores): SQLite and local disk only, no Spark, no
+## The fast lane while editing (about three minutes on 2 cores): SQLite and local disk only, no Spark, no
 ## Chromium, nothing marked slow. PostgreSQL would add about a minute; `make test` runs every lane on both databases.
 test-fast: install-dev
 	$(BIN)/pytest -m "not slow and not spark and not browser and not postgres and not s3"

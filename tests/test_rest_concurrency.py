@@ -24,6 +24,7 @@ COMMITS = 20
 ROOT = Path(__file__).parent.parent
 
 
+@pytest.mark.slow  # writer processes that each start pypaimon
 @pytest.mark.parametrize("rebase_appends", [False, True], ids=["told", "rebased"])
 def test_four_rest_writer_processes_lose_nothing(live_server: LiveServer, rebase_appends: bool) -> None:
     """Told: every writer whose base moved hears `success: false` and retries. Rebased (the table's
