@@ -14,10 +14,15 @@ import re
 import shutil
 import subprocess
 import sys
+from importlib.metadata import requires
 from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from coordinator_client.format.manifest import decode_manifest_list, encode_manifest_list
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
@@ -226,3 +231,14 @@ def test_compose_migrates_before_serving(compose_config: dict[str, Any]) -> None
     assert upgrade < serve, f"`db upgrade` must run before `serve`: {argv}"
     # serve only once the upgrade succeeded
     assert "&&" in line[upgrade:serve], f"`serve` must not start after a failed upgrade: {argv}"
+
+
+def test_the_client_requires_the_zstd_codec_its_manifests_need() -> None:
+    """`make serve` installs only the client and service distributions: the zstd codec fastavro needs for
+    Paimon's manifests (pypaimon's are zstd too) must come from their own requirements, not from a test
+    dependency such as pypaimon, or the served coordinator fails at its first manifest."""
+    declared = [Requirement(r) for r in requires("paimon-coordinator-client") or []]
+    codec = [r for r in declared if canonicalize_name(r.name) == "backports-zstd"]
+    assert codec, declared
+    assert codec[0].marker is None or codec[0].marker.evaluate()
+    assert decode_manifest_list(encode_manifest_list([])) == []
