@@ -39,8 +39,11 @@ def reapplication(fileio: FileIO, table: Table, lost: Snapshot) -> ResolvedCommi
 def reapplying(table: Table, resolved: ResolvedCommittable) -> PendingCommit:
     """A group member nobody waits for: a lost commit's changes, decided like any other commit (the
     same file changes whatever the table's schema is now)."""
-    again = lambda _table, _now: (resolved, None)  # noqa: E731
-    return PendingCommit(resolved, None, time.perf_counter(), again, version_of(table))
+
+    def the_same(_table: Table, _now_millis: int) -> tuple[ResolvedCommittable, None]:
+        return resolved, None
+
+    return PendingCommit(resolved, None, time.perf_counter(), the_same, version_of(table))
 
 
 def _entries(fileio: FileIO, table: Table, manifest_list: str) -> list[ManifestEntry]:

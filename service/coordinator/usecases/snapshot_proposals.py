@@ -54,11 +54,6 @@ class ProposedSnapshot:
     entries: list[ManifestEntry]
     """The delta manifests' entries: what the snapshot changes, checked under the lock."""
 
-    @property
-    def live_file_count(self) -> int:
-        """Data files live in the snapshot by its manifests' counts (a DELETE cancels an ADD)."""
-        return sum(m.num_added_files - m.num_deleted_files for m in self.base + self.delta)
-
 
 def read_proposal(
     proposal: SnapshotProposal, table: Table, manifests: ManifestStore
