@@ -39,12 +39,19 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
+from coordinator_client._retry_policy import (
+    RETRY_AFTER_CAP_SECONDS as RETRY_AFTER_CAP_SECONDS,  # part of this module's interface
+)
+from coordinator_client._retry_policy import (
+    did_nothing,
+    may_be_in_flight,
+    rejected,
+    unavailable_delay,
+)
 from coordinator_client._scan import JSON_LINES
 from coordinator_client._steps import Flow, Pause, Send
 from coordinator_client.errors import (
-    ApiError,
     CommitStateUnknown,
-    Conflict,
     ServerError,
     ServiceUnavailable,
     TransportError,
@@ -65,7 +72,6 @@ from coordinator_client.models import (
     CreateTableRequest,
     CreateTagRequest,
     DeleteTagResponse,
-    ErrorResponse,
     ExpireResponse,
     FileListResponse,
     HealthResponse,
@@ -86,15 +92,10 @@ from coordinator_client.models import (
     TagModel,
 )
 
-RETRY_AFTER_CAP_SECONDS = 30.0
-"""A 503's Retry-After is honoured up to this many seconds."""
-
 COMMIT_SEND_DELAYS: tuple[float, ...] = (0.0, 0.2, 1.0)
 """Pause before each send of one commit: its length is the most sends of one commit."""
 OUTCOME_QUERY_DELAYS: tuple[float, ...] = (0.0, 0.5, 2.0)
 """Pause before each outcome query after a lost commit answer: its length is the most queries."""
-_GATEWAY_STATUSES = frozenset({502, 504})
-"""5xx a proxy answers while the request may still be running behind it."""
 
 _T = TypeVar("_T")
 _M = TypeVar("_M", bound=BaseModel)
@@ -128,31 +129,6 @@ def _coerce(model: type[_M], value: _M | Mapping[str, Any]) -> _M:
     return value if isinstance(value, model) else model.model_validate(value)
 
 
-def _did_nothing(error: ApiError) -> bool:
-    """An answer that says the service changed nothing and the same request may simply be sent again."""
-    lock_lost = isinstance(error, Conflict) and error.type == "LOCK_LOST"
-    return lock_lost or isinstance(error, ServiceUnavailable)
-
-
-def _unavailable_delay(error: ApiError, retry: int) -> float:
-    retry_after = error.retry_after if isinstance(error, ServiceUnavailable) else None
-    wait = retry_after if retry_after is not None else 0.5 * 2 ** (retry - 1)
-    return min(wait, RETRY_AFTER_CAP_SECONDS)
-
-
-def _may_be_in_flight(failure: TransportError | ServerError) -> bool:
-    """Could the failed request still reach (or still be running in) the service?"""
-    if isinstance(failure, TransportError):
-        return failure.may_have_reached_service
-    return failure.status_code in _GATEWAY_STATUSES
-
-
-def _rejected(outcome: CommitOutcomeResponse) -> Conflict:
-    conflict = outcome.conflict
-    message = conflict.message if conflict is not None else "the commit was rejected"
-    return Conflict(409, ErrorResponse(code="COMMIT_CONFLICT", message=message, conflict=conflict))
-
-
 class Api:
     """Every endpoint as a flow; the request building, parsing and retry policy of both clients."""
 
@@ -170,10 +146,10 @@ class Api:
             if response.is_success:
                 return response
             error = api_error(response)
-            if not _did_nothing(error) or retries >= self.max_unavailable_retries:
+            if not did_nothing(error) or retries >= self.max_unavailable_retries:
                 raise error
             retries += 1
-            yield Pause(_unavailable_delay(error, retries))
+            yield Pause(unavailable_delay(error, retries))
 
     def call(self, send: Send, model: type[_M]) -> Flow[_M]:
         response = yield from self.exchange(send)
@@ -216,14 +192,14 @@ class Api:
                 return (yield from self.call(send, CommitResponse))
             except (TransportError, ServerError) as error:
                 failure = error
-            in_flight = in_flight or _may_be_in_flight(failure)
+            in_flight = in_flight or may_be_in_flight(failure)
             if isinstance(failure, TransportError) and not failure.may_have_reached_service:
                 continue  # the connection could not even be opened: nothing reached the service
             outcome = yield from self._outcome_after(table_id, commit, key, failure)
             if outcome.status == "committed":
                 return CommitResponse(snapshots=outcome.snapshots, deduplicated=True)
             if outcome.status == "rejected":
-                raise _rejected(outcome) from failure
+                raise rejected(outcome) from failure
             # unknown: the service never received it, so sending it again is safe
         assert failure is not None
         if in_flight:
