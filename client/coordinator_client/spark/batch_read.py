@@ -1,0 +1,1 @@
+"""Batch reads of the data source (to be built: see the brief)."""

@@ -1,0 +1,1 @@
+"""Streaming reads of the data source (to be built: see the brief)."""
