@@ -76,12 +76,22 @@ class CoordinatorClient:
         token: str | None = None,
     ) -> None:
         self._api = Api(max_unavailable_retries)
+        self._token = token
         self._http = httpx.Client(
             base_url=base_url,
             timeout=timeout,
             transport=transport,
             headers=request_headers(user, token, headers),
         )
+
+    @property
+    def base_url(self) -> str:
+        return str(self._http.base_url)
+
+    @property
+    def token(self) -> str | None:
+        """The bearer token this client sends: what a Spark job's data source options pass on."""
+        return self._token
 
     def _run(self, flow: Flow[_T]) -> _T:
         reply: httpx.Response | None = None
