@@ -35,7 +35,7 @@ from coordinator_client.spark.merge import merge_by_key
 from coordinator_client.spark.options import Connection, flag, optional_int
 from coordinator_client.spark.source import ROWKIND
 from coordinator_client.spark.splits import DEFAULT_SPLIT_SIZE, Split, plan_splits
-from coordinator_client.spark.time_travel import pinned_snapshot
+from coordinator_client.spark.time_travel import BEFORE_FIRST, pinned_snapshot
 
 if TYPE_CHECKING:
     from pyspark.sql.datasource import Filter, InputPartition
@@ -88,6 +88,8 @@ class TableReader(DataSourceReader):
         """The pinned snapshot and its live files of the partitions the coordinator is asked for."""
         snapshot = self.snapshot
         wanted = self.pushdown.coordinator_partitions
+        if snapshot == BEFORE_FIRST:
+            return None, []
         with self.connection.client() as client:
             if wanted is None:
                 with client.scan_plan(self.layout.table_id, snapshot) as plan:

@@ -44,7 +44,11 @@ class Split(InputPartition):
 
 
 def plan_splits(layout: SparkTable, files: Sequence[LiveFileModel], split_size: int) -> list[Split]:
-    """The splits of `files`: by (partition, bucket) on a primary-key table, else packed by size."""
+    """The splits of `files`: by (partition, bucket) on a primary-key table, else packed by size; one
+    empty split when there are no files (Spark reads a data source without partitions as one task
+    of `InputPartition(None)`)."""
+    if not files:
+        return [Split((), merge=False)]
     if layout.has_primary_key:
         buckets: dict[tuple[str, int], list[SplitFile]] = {}
         for f in files:
