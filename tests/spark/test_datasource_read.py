@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql.datasource import (
     EqualTo,
@@ -32,6 +33,7 @@ from coordinator_client.spark import write
 from coordinator_client.spark.batch_read import TableReader
 from coordinator_client.spark.layout import SparkTable
 from coordinator_client.spark.options import Connection
+from coordinator_client.spark.row_groups import owned_row_groups
 from coordinator_client.spark.source import NAME, read_schema, register
 from coordinator_client.spark.splits import Split
 from tests.paimon_files import create_table, pypaimon_table
@@ -238,10 +240,12 @@ def ten_partitions(spark: SparkSession, client: CoordinatorClient) -> tuple[str,
     return table, _rows(_source(spark, client), table)
 
 
-def _plan(client: CoordinatorClient, table: str, filters: list[Filter]) -> tuple[list[Filter], list[Split]]:
+def _plan(
+    client: CoordinatorClient, table: str, filters: list[Filter], **more: str
+) -> tuple[list[Filter], list[Split]]:
     """What a reader given `filters` leaves to Spark, and its splits: planned in this process, as
     Spark's planning worker does."""
-    options = {"url": client.base_url, "table": table}
+    options = {"url": client.base_url, "table": table, **more}
     layout = SparkTable.of(client.get_table(table))
     from coordinator_client.spark.read import spark_schema
 
@@ -367,3 +371,25 @@ def test_key_filters_prune_primary_key_files_by_their_key_range(
         ours = _rows(_source(spark, client), table, where)
         expected = spark.createDataFrame(theirs.to_pandas()).where(where).toArrow()
         assert_same_rows(ours, expected, ["id"], where)
+
+
+def test_a_file_bigger_than_a_split_is_shared_by_tasks_each_row_group_read_once(
+    spark: SparkSession, client: CoordinatorClient
+) -> None:
+    table = create_table(client, "split", "big", {"id": "BIGINT", "v": "STRING"}).id
+    write(spark.range(200_000, numPartitions=1).selectExpr("id", "'v' || id as v"), table, client=client)
+    [file] = client.live_files(table).files
+    piece = str(file.file_size // 4)
+
+    remaining, splits = _plan(client, table, [], **{"split-size": piece})
+    assert remaining == []
+    assert len(splits) >= 4, "the file is cut into byte ranges of split-size"
+    assert {p.path for s in splits for p in s.files} == {file.path}
+    location = Path(client.get_table(table).location)
+    metadata = pq.ParquetFile(location / file.path.removeprefix(str(location)).lstrip("/")).metadata
+    owned = [g for s in splits for p in s.files for g in owned_row_groups(metadata, p)]
+    assert metadata.num_row_groups >= 2
+    assert sorted(owned) == list(range(metadata.num_row_groups)), "each row group in exactly one piece"
+
+    ids = _rows(_source(spark, client, **{"split-size": piece}), table)["id"]
+    assert sorted(ids.to_pylist()) == list(range(200_000))

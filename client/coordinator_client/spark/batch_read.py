@@ -9,8 +9,9 @@ reader is then pickled to the tasks, which read files only (no client). Planning
    keys allow (`filters`); the other partition filters drop files by their partition values, and on
    primary-key tables filters on key columns drop files by their key statistics;
 3. the files become splits (`splits`): one per (partition, bucket) of a primary-key table, merged on
-   read in its task (newest sequence number per key wins, no Spark shuffle); append files packed into
-   splits of about `split-size` bytes.
+   read in its task (newest sequence number per key wins, no Spark shuffle); append files cut and
+   packed into splits of about `split-size` bytes, or fewer when that spreads the read over
+   `parallelism` tasks; tasks read row groups in batches (`row_groups`).
 
 Every planned scan logs one line at INFO (logger `coordinator_client.spark.batch_read`), e.g.
 "scan of db.t at snapshot 7: 3 of 30 files (...) in 1 of 10 partitions". It runs in a Spark worker,
@@ -21,6 +22,7 @@ not the user's process: with `spark.sql.pyspark.worker.logging.enabled` set, the
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -28,11 +30,12 @@ import pyarrow as pa
 
 from coordinator_client.models import LiveFileModel
 from coordinator_client.spark.evolution import FileSchemas
-from coordinator_client.spark.file_reads import for_spark, read_data_file, spark_arrow_schema
+from coordinator_client.spark.file_reads import for_spark, spark_arrow_schema
 from coordinator_client.spark.filters import Pushdown
 from coordinator_client.spark.layout import SparkTable
 from coordinator_client.spark.merge import merge_by_key
 from coordinator_client.spark.options import Connection, flag, optional_int
+from coordinator_client.spark.row_groups import BATCH_ROWS, read_piece
 from coordinator_client.spark.source import ROWKIND
 from coordinator_client.spark.splits import DEFAULT_SPLIT_SIZE, Split, plan_splits
 from coordinator_client.spark.time_travel import BEFORE_FIRST, pinned_snapshot
@@ -44,6 +47,10 @@ if TYPE_CHECKING:
 from pyspark.sql.datasource import DataSourceReader
 
 SPLIT_SIZE = "split-size"
+PARALLELISM = "parallelism"
+"""At least how many tasks a small append table's read is spread over, as Spark's defaultParallelism
+does for `spark.read.parquet`; the driver's cores by default (the planning worker cannot ask Spark; in
+local mode that is the same number). `read()` passes Spark's own."""
 INSERT_KIND = "+I"
 
 log = logging.getLogger(__name__)
@@ -64,6 +71,7 @@ class TableReader(DataSourceReader):
         self.schema = schema
         self.rowkind = flag(options, ROWKIND)
         self.split_size = optional_int(options, SPLIT_SIZE, minimum=1) or DEFAULT_SPLIT_SIZE
+        self.parallelism = optional_int(options, PARALLELISM, minimum=1) or os.cpu_count() or 1
         with connection.client() as client:
             self.snapshot = pinned_snapshot(client, connection.table, options)
         self.pushdown = Pushdown()
@@ -75,7 +83,7 @@ class TableReader(DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         snapshot, planned = self._plan()
         chosen = [f for f in planned if self._wanted(f)]
-        splits = plan_splits(self.layout, chosen, self.split_size)
+        splits = plan_splits(self.layout, chosen, self.split_size, self.parallelism)
         log.info(
             "scan of %s at snapshot %s: %s",
             self.connection.table,
@@ -115,7 +123,7 @@ class TableReader(DataSourceReader):
         schemas = FileSchemas.load(self.layout, {f.schema_id for f in partition.files})
         fs, root = self.layout.filesystem()
         parts: Iterator[pa.Table] = (
-            read_data_file(schemas, fs, root, f.path, f.schema_id) for f in partition.files
+            rows for f in partition.files for rows in read_piece(schemas, fs, root, f)
         )
         if partition.merge:
             parts = iter([merge_by_key(self.layout, pa.concat_tables(list(parts)))])
@@ -123,7 +131,7 @@ class TableReader(DataSourceReader):
             if self.rowkind:
                 kinds = pa.array([INSERT_KIND] * rows.num_rows, pa.string())
                 rows = rows.add_column(0, ROWKIND, kinds)
-            yield from for_spark(rows, target).to_batches()
+            yield from for_spark(rows, target).to_batches(max_chunksize=BATCH_ROWS)
 
 
 def _summary(planned: Sequence[LiveFileModel], chosen: Sequence[LiveFileModel], pushdown: Pushdown) -> str:

@@ -35,7 +35,11 @@ def read(
     from coordinator_client.spark.source import NAME, register
 
     register(spark)
-    options = {"url": client.base_url, "table": table}
+    options = {
+        "url": client.base_url,
+        "table": table,
+        "parallelism": str(spark.sparkContext.defaultParallelism),
+    }
     if client.token is not None:
         options["token"] = client.token
     if snapshot is not None:
