@@ -208,7 +208,9 @@ def test_time_travel_by_snapshot_id_tag_and_timestamp(spark: SparkSession, clien
         ({"tag": "nope"}, "tag", "no tag 'nope'"),
         ({"timestamp": "yesterday"}, "timestamp", "ISO-8601"),
         ({"snapshot-id": "1", "tag": "t"}, "tag", "at most one of snapshot-id, tag"),
-        ({"split-size": "-5"}, "split-size", "at least 1"),
+        ({"split-size": "-5"}, "split-size", "not a memory size"),
+        ({"split-size": "0 mb"}, "split-size", "at least 1 byte"),
+        ({"parallelism": "0"}, "parallelism", "at least 1"),
         ({"rowkind": "maybe"}, "rowkind", "true or false"),
     ],
 )
@@ -379,7 +381,7 @@ def test_a_file_bigger_than_a_split_is_shared_by_tasks_each_row_group_read_once(
     table = create_table(client, "split", "big", {"id": "BIGINT", "v": "STRING"}).id
     write(spark.range(200_000, numPartitions=1).selectExpr("id", "'v' || id as v"), table, client=client)
     [file] = client.live_files(table).files
-    piece = str(file.file_size // 4)
+    piece = f"{file.file_size // 4} b"
 
     remaining, splits = _plan(client, table, [], **{"split-size": piece})
     assert remaining == []

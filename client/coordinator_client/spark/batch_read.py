@@ -28,13 +28,14 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from coordinator_client.format.memory_size import parse_memory_size
 from coordinator_client.models import LiveFileModel
 from coordinator_client.spark.evolution import FileSchemas
 from coordinator_client.spark.file_reads import for_spark, spark_arrow_schema
 from coordinator_client.spark.filters import Pushdown
 from coordinator_client.spark.layout import SparkTable
 from coordinator_client.spark.merge import merge_by_key
-from coordinator_client.spark.options import Connection, flag, optional_int
+from coordinator_client.spark.options import Connection, OptionError, flag, optional_int
 from coordinator_client.spark.row_groups import BATCH_ROWS, read_piece
 from coordinator_client.spark.source import ROWKIND
 from coordinator_client.spark.splits import DEFAULT_SPLIT_SIZE, Split, plan_splits
@@ -70,7 +71,7 @@ class TableReader(DataSourceReader):
         self.layout = layout
         self.schema = schema
         self.rowkind = flag(options, ROWKIND)
-        self.split_size = optional_int(options, SPLIT_SIZE, minimum=1) or DEFAULT_SPLIT_SIZE
+        self.split_size = _split_size(options)
         self.parallelism = optional_int(options, PARALLELISM, minimum=1) or os.cpu_count() or 1
         with connection.client() as client:
             self.snapshot = pinned_snapshot(client, connection.table, options)
@@ -132,6 +133,20 @@ class TableReader(DataSourceReader):
                 kinds = pa.array([INSERT_KIND] * rows.num_rows, pa.string())
                 rows = rows.add_column(0, ROWKIND, kinds)
             yield from for_spark(rows, target).to_batches(max_chunksize=BATCH_ROWS)
+
+
+def _split_size(options: Mapping[str, str]) -> int:
+    """The `split-size` option as Paimon writes sizes (`64 mb`, `134217728`)."""
+    text = options.get(SPLIT_SIZE)
+    if text is None:
+        return DEFAULT_SPLIT_SIZE
+    try:
+        size = parse_memory_size(text)
+    except ValueError as e:
+        raise OptionError(SPLIT_SIZE, str(e)) from None
+    if size < 1:
+        raise OptionError(SPLIT_SIZE, f"must be at least 1 byte, got {text!r}")
+    return size
 
 
 def _summary(planned: Sequence[LiveFileModel], chosen: Sequence[LiveFileModel], pushdown: Pushdown) -> str:
