@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql.datasource import (
+    EqualNullSafe,
     EqualTo,
     Filter,
     GreaterThan,
@@ -29,13 +30,16 @@ from pyspark.sql.datasource import (
 )
 
 from coordinator_client import CoordinatorClient
+from coordinator_client.format.schema import SchemaField, TableSchema
 from coordinator_client.spark import write
 from coordinator_client.spark.batch_read import TableReader
+from coordinator_client.spark.filters import Pushdown, evaluate
 from coordinator_client.spark.layout import SparkTable
 from coordinator_client.spark.options import Connection
 from coordinator_client.spark.row_groups import owned_row_groups
 from coordinator_client.spark.source import NAME, read_schema, register
 from coordinator_client.spark.splits import Split
+from coordinator_client.spark.time_travel import epoch_millis
 from tests.paimon_files import create_table, pypaimon_table
 from tests.spark.tables import assert_same_rows
 
@@ -395,3 +399,54 @@ def test_a_file_bigger_than_a_split_is_shared_by_tasks_each_row_group_read_once(
 
     ids = _rows(_source(spark, client, **{"split-size": piece}), table)["id"]
     assert sorted(ids.to_pylist()) == list(range(200_000))
+
+
+@pytest.mark.parametrize(
+    ("text", "millis"),
+    [
+        ("1700000000123", 1_700_000_000_123),
+        ("2023-11-14T22:13:20.123Z", 1_700_000_000_123),
+        ("2023-11-14 22:13:20.123", 1_700_000_000_123),  # no offset: UTC
+        ("2023-11-15T00:13:20.123+02:00", 1_700_000_000_123),
+    ],
+)
+def test_timestamp_option_takes_epoch_millis_and_iso_times(text: str, millis: int) -> None:
+    assert epoch_millis(text) == millis
+
+
+def test_partition_filters_are_three_valued_and_cross_into_coordinator_partitions() -> None:
+    fields = (
+        SchemaField(0, "dt", "DATE"),
+        SchemaField(1, "region", "STRING"),
+        SchemaField(2, "id", "BIGINT NOT NULL"),
+    )
+    schema = TableSchema(
+        id=0,
+        fields=fields,
+        highest_field_id=2,
+        partition_keys=("dt", "region"),
+        primary_keys=("dt", "region", "id"),
+        options={"bucket": "2"},
+    )
+    layout = SparkTable("db.t", "/tmp/t", schema)
+    day = datetime(2024, 1, 2).date()
+    filters: list[Filter] = [
+        In(("dt",), (day, datetime(2024, 1, 3).date())),
+        EqualTo(("region",), "eu"),
+        Not(EqualTo(("region",), "us")),
+        GreaterThan(("id",), 7),
+        EqualTo(("id",), "not a number"),
+    ]
+    pushdown, remaining = Pushdown.of(layout, filters)
+    assert remaining == filters[3:]
+    assert [f for _, f in pushdown.key_filters] == [GreaterThan(("id",), 7)]
+    assert pushdown.coordinator_partitions == (
+        {"dt": "2024-01-02", "region": "eu"},
+        {"dt": "2024-01-03", "region": "eu"},
+    )
+    assert pushdown.partition_matches(layout, {"dt": "2024-01-02", "region": "eu"})
+    assert not pushdown.partition_matches(layout, {"dt": "2024-01-04", "region": "eu"})
+    assert not pushdown.partition_matches(layout, {"dt": "2024-01-02", "region": None})  # unknown
+    assert evaluate(Not(EqualTo(("region",), "us")), None) is None
+    assert evaluate(EqualNullSafe(("region",), None), None) is True
+    assert evaluate(In(("region",), ("eu", None)), "us") is None

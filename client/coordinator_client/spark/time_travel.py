@@ -60,7 +60,7 @@ def epoch_millis(text: str) -> int:
     if text.isdigit():
         return int(text)
     try:
-        moment = datetime.fromisoformat(text)
+        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
     except ValueError:
         raise OptionError(
             TIMESTAMP, f"expected epoch milliseconds or an ISO-8601 time, got {text!r}"
