@@ -227,6 +227,16 @@ def test_bad_read_options_are_named_before_any_task(
         _rows(_source(spark, client, **options), table)
 
 
+def test_a_primary_key_table_of_another_merge_engine_is_refused(
+    spark: SparkSession, client: CoordinatorClient
+) -> None:
+    fields = {"id": "BIGINT NOT NULL", "v": "STRING"}
+    options = {"bucket": "1", "merge-engine": "first-row"}
+    table = create_table(client, "bad", "first_row", fields, primaryKeys=["id"], options=options).id
+    with pytest.raises(Exception, match="merge-engine 'first-row'"):
+        _rows(_source(spark, client), table)
+
+
 # ---------------------------------------------------------------- filter pushdown
 
 

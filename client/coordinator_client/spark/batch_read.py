@@ -67,6 +67,7 @@ class TableReader(DataSourceReader):
     def __init__(
         self, connection: Connection, layout: SparkTable, options: Mapping[str, str], schema: StructType
     ) -> None:
+        layout.check_mergeable()  # merged on read as the deduplicate engine does: refuse other engines
         self.connection = connection
         self.layout = layout
         self.schema = schema
