@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -83,35 +83,42 @@ class TableReader(DataSourceReader):
         return remaining
 
     def partitions(self) -> Sequence[InputPartition]:
-        snapshot, planned = self._plan()
-        chosen = [f for f in planned if self._wanted(f)]
+        planned = Tally()  # counted, not kept: a pruned query holds only the files it reads
+        chosen: list[LiveFileModel] = []
+
+        def take(file: LiveFileModel) -> None:
+            planned.add(file)
+            if self._wanted(file):
+                chosen.append(file)
+
+        snapshot = self._scan(take)
         splits = plan_splits(self.layout, chosen, self.split_size, self.parallelism)
-        log.info(
-            "scan of %s at snapshot %s: %s",
-            self.connection.table,
-            snapshot,
-            _summary(planned, chosen, self.pushdown),
-        )
+        read = Tally()
+        for f in chosen:
+            read.add(f)
+        text = f"{read.files} of {planned.files} files ({read.megabytes} of {planned.megabytes}) in "
+        text += f"{len(read.partitions)} of {len(planned.partitions)} partitions"
+        if self.pushdown.coordinator_partitions is not None:
+            text += f"; planned for the partitions {list(self.pushdown.coordinator_partitions)} only"
+        log.info("scan of %s at snapshot %s: %s", self.connection.table, snapshot, text)
         return splits
 
-    def _plan(self) -> tuple[int | None, list[LiveFileModel]]:
-        """The pinned snapshot and its live files of the partitions the coordinator is asked for."""
+    def _scan(self, take: Callable[[LiveFileModel], None]) -> int | None:
+        """Hand `take` the live files at the pinned snapshot of the partitions the coordinator is asked
+        for, as they stream in; the snapshot planned (None: the table has none)."""
         snapshot = self.snapshot
         wanted = self.pushdown.coordinator_partitions
         if snapshot == BEFORE_FIRST:
-            return None, []
+            return None
         with self.connection.client() as client:
-            if wanted is None:
-                with client.scan_plan(self.layout.table_id, snapshot) as plan:
-                    return plan.snapshot_id, list(plan)
-            files: list[LiveFileModel] = []
-            for partition in wanted:
+            for partition in [None] if wanted is None else wanted:
                 with client.scan_plan(self.layout.table_id, snapshot, partition) as plan:
                     snapshot = plan.snapshot_id
-                    files.extend(plan)
+                    for file in plan:
+                        take(file)
                 if snapshot is None:  # the table has no snapshot yet
                     break
-            return snapshot, files
+        return snapshot
 
     def _wanted(self, file: LiveFileModel) -> bool:
         pushdown = self.pushdown
@@ -150,19 +157,19 @@ def _split_size(options: Mapping[str, str]) -> int:
     return size
 
 
-def _summary(planned: Sequence[LiveFileModel], chosen: Sequence[LiveFileModel], pushdown: Pushdown) -> str:
-    """'3 of 30 files (1.2 MB of 9.8 MB) in 1 of 10 partitions; the coordinator was asked for ...'."""
+class Tally:
+    """How many files, bytes and partitions a scan planned or reads: the files-read line."""
 
-    def partitions(files: Sequence[LiveFileModel]) -> int:
-        return len({tuple(sorted(f.partition.items(), key=lambda kv: kv[0])) for f in files})
+    def __init__(self) -> None:
+        self.files = 0
+        self.bytes = 0
+        self.partitions: set[tuple[tuple[str, object], ...]] = set()
 
-    def megabytes(files: Sequence[LiveFileModel]) -> str:
-        return f"{sum(f.file_size for f in files) / 2**20:.1f} MB"
+    def add(self, file: LiveFileModel) -> None:
+        self.files += 1
+        self.bytes += file.file_size
+        self.partitions.add(tuple(sorted((k, repr(v)) for k, v in file.partition.items())))
 
-    text = (
-        f"{len(chosen)} of {len(planned)} files ({megabytes(chosen)} of {megabytes(planned)}) "
-        f"in {partitions(chosen)} of {partitions(planned)} partitions"
-    )
-    if pushdown.coordinator_partitions is not None:
-        text += f"; planned for the partitions {list(pushdown.coordinator_partitions)} only"
-    return text
+    @property
+    def megabytes(self) -> str:
+        return f"{self.bytes / 2**20:.1f} MB"
