@@ -1,1 +1,227 @@
-"""Streaming reads of the data source (to be built: see the brief)."""
+"""Streaming reads of the data source: `spark.readStream.format("paimon-coordinator").load("db.t")`.
+
+Each micro-batch delivers what the table's snapshots changed, in Paimon's streaming semantics: the whole
+table at the start snapshot first (unless the start says otherwise, see stream_start), then per later
+snapshot the rows of the files it adds (the coordinator's `scope=delta` plan). APPEND snapshots deliver;
+COMPACT snapshots rewrite rows already delivered and are skipped; OVERWRITE snapshots are skipped as
+Paimon does by default (`streaming-read-overwrite` false), so a streaming reader never sees an overwrite;
+the coordinator's manifest-merge APPEND snapshots add no file and deliver nothing.
+
+Append tables deliver their rows as inserts. Primary-key tables deliver each added file's rows unmerged,
+with the kind Paimon wrote (`_VALUE_KIND`) in the `rowkind` column (+I, -U, +U, -D), which such a read
+must ask for with option rowkind=true: an update or delete is then a row a consumer can apply.
+
+Offsets, start options and the consumer: stream_start. With `consumer-id`, the reader registers a
+coordinator consumer when a new query starts and moves it when Spark commits a batch, so expiration never
+deletes a snapshot the query has yet to read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxFiles,
+    SupportsTriggerAvailableNow,
+)
+
+from coordinator_client.client import CoordinatorClient
+from coordinator_client.errors import NotFound
+from coordinator_client.models import LiveFileModel
+from coordinator_client.spark.evolution import FileSchemas
+from coordinator_client.spark.file_reads import for_spark, read_data_file, spark_arrow_schema
+from coordinator_client.spark.layout import VALUE_KIND, SparkTable
+from coordinator_client.spark.merge import merge_by_key
+from coordinator_client.spark.options import Connection, OptionError, flag
+from coordinator_client.spark.stream_start import (
+    Offset,
+    Position,
+    StreamSettings,
+    batch_end,
+    latest_snapshot_id,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+ROWKIND = "rowkind"
+KIND_NAMES = pa.array(["+I", "-U", "+U", "-D"])
+"""Paimon's RowKind byte (_VALUE_KIND) as the index of its short string."""
+SPLIT_BYTES = 64 * 1024 * 1024
+"""Files are packed into one task up to this size: a snapshot of many small files is not many tasks."""
+
+File = tuple[str, int]
+"""A data file to read: its path (as the coordinator names it) and the schema id it was written with."""
+
+
+@dataclass(frozen=True)
+class ChangeSplit(InputPartition):
+    """One task of a micro-batch: groups of files, each group read (and, when `merged`, merged) alone."""
+
+    schemas: FileSchemas
+    groups: tuple[tuple[File, ...], ...]
+    merged: bool
+    """The groups are buckets of a full table read of a primary-key table: merged by key, as inserts."""
+
+
+class ChangeReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """The driver's side of a streaming read: offsets, the files of a micro-batch, the consumer."""
+
+    def __init__(
+        self, connection: Connection, layout: SparkTable, options: Mapping[str, str], schema: StructType
+    ) -> None:
+        self.connection = connection
+        self.layout = layout
+        self.settings = StreamSettings.of(options)
+        if layout.has_primary_key and not flag(options, ROWKIND):
+            raise OptionError(
+                ROWKIND,
+                f"{layout.table_id} has a primary key: a streaming read delivers its updates and deletes "
+                "as rows, which mean nothing without their kind; set option('rowkind', 'true')",
+            )
+        self.target = spark_arrow_schema(schema)
+        self.available_now: int | None = None
+        """The latest snapshot when a Trigger.AvailableNow query began: no batch goes beyond it."""
+        self.initial: Offset | None = None
+
+    # ---------------------------------------------------------------- offsets
+
+    def initialOffset(self) -> Offset:
+        """Where a new query starts. Spark asks twice before the first batch (for latestOffset, then for
+        the batch's start: measured), so the answer is kept: a commit in between must not move it."""
+        if self.initial is None:
+            with self.connection.client() as client:
+                start = self.settings.initial(client, self.layout.table_id)
+                self._hold(client, start.next_needed)
+            self.initial = start.offset()
+        return self.initial
+
+    def _hold(self, client: CoordinatorClient, needed: int) -> None:
+        """Register the consumer at `needed`, unless it already holds that snapshot: a query restarted
+        before its first batch was committed asks initialOffset() again, and must not let go of what
+        that batch reads."""
+        consumer = self.settings.consumer_id
+        if consumer is None:
+            return
+        held = [
+            c.next_snapshot_id
+            for c in client.list_consumers(self.layout.table_id).consumers
+            if c.consumer_id == consumer
+        ]
+        if not held or held[0] > needed:
+            client.set_consumer(self.layout.table_id, consumer, needed)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        with self.connection.client() as client:
+            self.available_now = latest_snapshot_id(client, self.layout.table_id)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        """Spark carries only its own kinds of limit: the snapshots per batch travel as ReadMaxFiles."""
+        cap = self.settings.max_snapshots
+        return ReadAllAvailable() if cap is None else ReadMaxFiles(cap)
+
+    def latestOffset(self, start: Offset, limit: ReadLimit) -> Offset:
+        with self.connection.client() as client:
+            latest = latest_snapshot_id(client, self.layout.table_id)
+        if self.available_now is not None:
+            latest = min(latest, self.available_now)
+        cap = limit.max_files if isinstance(limit, ReadMaxFiles) else None
+        return batch_end(start, latest, cap)
+
+    def commit(self, end: Offset) -> None:
+        """Spark has recorded every batch up to `end`: the consumer may let the snapshots before go."""
+        if self.settings.consumer_id is None:
+            return
+        with self.connection.client() as client:
+            client.set_consumer(self.layout.table_id, self.settings.consumer_id, Position.of(end).next_needed)
+
+    # ---------------------------------------------------------------- planning a micro-batch
+
+    def partitions(self, start: Offset, end: Offset) -> Sequence[InputPartition]:
+        begin, last = Position.planned(start, end), Position.of(end).snapshot
+        table_id = self.layout.table_id
+        full: list[LiveFileModel] = []
+        changes: list[LiveFileModel] = []
+        with self.connection.client() as client:
+            try:
+                if begin.full:
+                    with client.scan_plan(table_id, begin.snapshot) as plan:
+                        full = list(plan)
+                for snapshot_id in range(begin.first_change, last + 1):
+                    if client.get_snapshot(table_id, snapshot_id).commit_kind == "APPEND":
+                        changes += client.live_files(table_id, snapshot_id, scope="delta").files
+            except NotFound as gone:
+                raise RuntimeError(
+                    f"{table_id}: a snapshot the streaming read has yet to read is gone ({gone}); it expired "
+                    "before the query read it: give the query a consumer-id so that expiration keeps it"
+                ) from gone
+        schemas = FileSchemas.load(self.layout, {f.schema_id for f in (*full, *changes)})
+        merged = self.layout.has_primary_key
+        splits = [
+            ChangeSplit(schemas, groups, merged)
+            for groups in _packed(_buckets(full) if merged else _each(full))
+        ]
+        splits += [ChangeSplit(schemas, groups, False) for groups in _packed(_each(changes))]
+        return splits
+
+    # ---------------------------------------------------------------- reading (on the executors)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, ChangeSplit)
+        schemas, layout = partition.schemas, partition.schemas.layout
+        fs, root = layout.filesystem()
+        for group in partition.groups:
+            parts = [read_data_file(schemas, fs, root, path, schema_id) for path, schema_id in group]
+            rows = pa.concat_tables(parts)
+            if partition.merged:
+                rows = merge_by_key(layout, rows)
+                kinds = pa.array(["+I"] * rows.num_rows, pa.string())
+            elif layout.has_primary_key:
+                kinds = pc.take(KIND_NAMES, rows[VALUE_KIND].cast(pa.int32()))
+            else:
+                kinds = pa.array(["+I"] * rows.num_rows, pa.string())
+            if ROWKIND in self.target.names:
+                rows = rows.append_column(ROWKIND, kinds)
+            yield from for_spark(rows, self.target).to_batches()
+
+
+Group = tuple[File, ...]
+
+
+def _each(files: Sequence[LiveFileModel]) -> list[tuple[Group, int]]:
+    """Every file its own group, with its size."""
+    return [(((f.path, f.schema_id),), f.file_size) for f in files]
+
+
+def _buckets(files: Sequence[LiveFileModel]) -> list[tuple[Group, int]]:
+    """The files of each (partition, bucket) as one group: a primary-key table merges within a bucket."""
+    by_bucket: dict[str, list[LiveFileModel]] = {}
+    for f in files:
+        by_bucket.setdefault(f.path.rsplit("/", 1)[0], []).append(f)
+    return [
+        (tuple((f.path, f.schema_id) for f in bucket), sum(f.file_size for f in bucket))
+        for bucket in by_bucket.values()
+    ]
+
+
+def _packed(groups: Sequence[tuple[Group, int]]) -> list[tuple[Group, ...]]:
+    """Groups packed in order into tasks of about SPLIT_BYTES each (a bigger group is a task alone)."""
+    tasks: list[tuple[Group, ...]] = []
+    current: list[Group] = []
+    size = 0
+    for group, group_size in groups:
+        if current and size + group_size > SPLIT_BYTES:
+            tasks.append(tuple(current))
+            current, size = [], 0
+        current.append(group)
+        size += group_size
+    if current:
+        tasks.append(tuple(current))
+    return tasks
