@@ -158,6 +158,38 @@ def test_a_batch_takes_at_most_max_snapshots_and_skips_compactions_and_overwrite
     assert reader.latestOffset({"snapshot": 2}, ReadAllAvailable())["snapshot"] == 7
 
 
+@pytest.mark.stores("local", "s3")
+def test_files_of_older_and_newer_schemas_are_read_in_the_readers_schema(
+    spark: SparkSession, client: CoordinatorClient, store: str
+) -> None:
+    """A column added and one renamed between two commits: a reader planned after the alter reads the
+    older file by field id (the new column null), one planned before it reads the newer file so too."""
+    table = _table(client, f"evolved_{store}", primary_key=True)
+    writer = Writer(spark, client, table)
+    writer.commit([(1, "a"), (2, "b")])
+    before = _reader(client, table, start="latest")
+    before_start = before.initialOffset()
+    changes = [
+        {"action": "addColumn", "fieldNames": ["w"], "dataType": "BIGINT"},
+        {"action": "renameColumn", "fieldNames": ["v"], "newName": "label"},
+    ]
+    client.alter_table(table, changes)
+    frame = spark.createDataFrame([(2, "B", 20), (3, "c", 30)], "id long, label string, w long")
+    write(frame, table, client=client)
+
+    after = _reader(client, table, start="earliest")
+    start = after.initialOffset()
+    end = after.latestOffset(start, ReadAllAvailable())
+    rows = sorted(
+        (r["rowkind"], r["id"], r["label"], r["w"])
+        for split in after.partitions(start, end)
+        for batch in after.read(split)
+        for r in batch.to_pylist()
+    )
+    assert rows == [("+I", 1, "a", None), ("+I", 2, "B", 20), ("+I", 2, "b", None), ("+I", 3, "c", 30)]
+    assert _next_batch(before, before_start)[1] == [("+I", 2, "B"), ("+I", 3, "c")]
+
+
 @pytest.mark.parametrize(
     ("options", "option"),
     [
@@ -350,3 +382,28 @@ def test_a_streaming_query_delivers_every_change_once_across_two_restarts(
         assert end["batch"] == {"from": start["snapshot"], "full": start.get("full", False)}
         expected = writer.table_at(start["snapshot"]) if start.get("full") else []
         assert rows == sorted(expected + writer.between(start["snapshot"], end["snapshot"])), batch_id
+
+
+def test_a_first_batch_that_failed_is_replayed_alike_after_a_commit(
+    spark: SparkSession, client: CoordinatorClient, tmp_path: Path
+) -> None:
+    """Measured: Spark asks initialOffset() again for the first batch of a query restarted before that
+    batch was committed. A snapshot committed in between is still delivered once, as a change."""
+    register(spark)
+    table = _table(client, "replayed", primary_key=False)
+    writer = Writer(spark, client, table)
+    writer.commit([(1, "a"), (2, "b")])
+    checkpoint, sink = tmp_path / "checkpoint", Collector()
+
+    def failing(frame: DataFrame, batch_id: int) -> None:
+        raise RuntimeError("the sink failed in the first batch")
+
+    stream = (
+        spark.readStream.format(FORMAT).option("url", client.base_url).option("rowkind", "true").load(table)
+    )
+    query = stream.writeStream.foreachBatch(failing).option("checkpointLocation", str(checkpoint))
+    with pytest.raises(Exception, match="the sink failed in the first batch"):
+        query.trigger(availableNow=True).start().awaitTermination(120)
+    writer.commit([(3, "c")])
+    _start(spark, client, table, checkpoint, sink).awaitTermination(120)
+    assert sink.batches == {0: [("+I", 1, "a"), ("+I", 2, "b")], 1: [("+I", 3, "c")]}
