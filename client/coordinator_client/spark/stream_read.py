@@ -33,7 +33,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from coordinator_client.client import CoordinatorClient
-from coordinator_client.errors import NotFound
+from coordinator_client.errors import BadRequest, NotFound
 from coordinator_client.models import LiveFileModel
 from coordinator_client.spark.evolution import FileSchemas
 from coordinator_client.spark.file_reads import for_spark, read_data_file, spark_arrow_schema
@@ -57,6 +57,7 @@ KIND_NAMES = pa.array(["+I", "-U", "+U", "-D"])
 SPLIT_BYTES = 64 * 1024 * 1024
 """Files are packed into one task up to this size: a snapshot of many small files is not many tasks."""
 
+CONSUMER_ATTEMPTS = 3
 File = tuple[str, int]
 """A data file to read: its path (as the coordinator names it) and the schema id it was written with."""
 
@@ -98,8 +99,14 @@ class ChangeReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         the batch's start: measured), so the answer is kept: a commit in between must not move it."""
         if self.initial is None:
             with self.connection.client() as client:
-                start = self.settings.initial(client, self.layout.table_id)
-                self._hold(client, start.next_needed)
+                for attempt in range(CONSUMER_ATTEMPTS):
+                    start = self.settings.initial(client, self.layout.table_id)
+                    try:
+                        self._hold(client, start.next_needed)
+                        break
+                    except BadRequest:  # expiration took the start snapshot meanwhile: start again
+                        if attempt == CONSUMER_ATTEMPTS - 1:
+                            raise
             self.initial = start.offset()
         return self.initial
 
