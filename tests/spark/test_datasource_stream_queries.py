@@ -38,11 +38,18 @@ class Collector:
 
     def __init__(self) -> None:
         self.batches: dict[int, list[Change]] = {}
+        self.failed: dict[int, list[Change]] = {}
+        self.fail_next = False
+        """Fail the next batch after reading it, as a query killed before it committed the batch."""
 
     def __call__(self, frame: DataFrame, batch_id: int) -> None:
-        rows = [(r["rowkind"], r["id"], r["v"]) for r in frame.collect()]
-        assert batch_id not in self.batches or self.batches[batch_id] == sorted(rows)  # a replay is equal
-        self.batches[batch_id] = sorted(rows)
+        rows = sorted((r["rowkind"], r["id"], r["v"]) for r in frame.collect())
+        if self.fail_next:
+            self.fail_next = False
+            self.failed[batch_id] = rows
+            raise RuntimeError(f"killed in batch {batch_id}")
+        assert batch_id not in self.batches or self.batches[batch_id] == rows  # a replay is equal
+        self.batches[batch_id] = rows
 
 
 def _start(
@@ -86,12 +93,13 @@ def _offsets(query: Any) -> dict[int, tuple[str, str]]:
 
 
 @pytest.mark.parametrize("primary_key", [True, False], ids=["primary-key", "append"])
-def test_a_streaming_query_delivers_every_change_once_across_two_restarts(
+def test_a_streaming_query_delivers_every_change_once_across_a_kill_and_a_restart(
     spark: SparkSession, client: CoordinatorClient, tmp_path: Path, primary_key: bool
 ) -> None:
     """The issue's acceptance: a query reads while another job appends and upserts in 10 commits; each
-    micro-batch holds the changes of its snapshots; stopped and restarted from its checkpoint twice, the
-    union of what it delivered is every change exactly once; its consumer kept what it had not read."""
+    micro-batch holds the changes of its snapshots; killed in a batch (its sink fails) and restarted from
+    its checkpoint, then stopped and restarted again, the union of what it delivered is every change
+    exactly once; its consumer kept what it had not read through an expiration."""
     register(spark)
     table = stream_table(client, f"accept_{primary_key}", primary_key)
     writer = Writer(spark, client, table)
@@ -118,9 +126,13 @@ def test_a_streaming_query_delivers_every_change_once_across_two_restarts(
         lambda: any(end["snapshot"] == latest for _, end in _offsets(query).values()), "run 1 to catch up"
     )
     offsets |= _offsets(query)
-    query.stop()
-    # stopped: three more commits, and an expiration that would take them if the consumer let it
-    for r in range(5, 8):
+    # killed: the batch of round 5 fails after Spark logged its offsets, before it was committed
+    sink.fail_next = True
+    changes(5)
+    with pytest.raises(Exception, match="killed in batch"):
+        query.awaitTermination(120)
+    # down: two more commits, and an expiration that would take them if the consumer let it
+    for r in range(6, 8):
         changes(r)
     client.set_options(table, {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
     client.expire(table)
@@ -144,6 +156,8 @@ def test_a_streaming_query_delivers_every_change_once_across_two_restarts(
     query.stop()
 
     assert len(writer.changes) >= 11
+    ((killed, rows),) = sink.failed.items()
+    assert sink.batches[killed] == rows  # the killed batch was delivered again, alike
     delivered = [c for batch in sink.batches.values() for c in batch]
     first = min(writer.changes)
     assert Counter(delivered) == Counter(writer.table_at(first) + writer.between(first, latest))  # all, once
