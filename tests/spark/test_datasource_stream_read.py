@@ -202,5 +202,7 @@ def test_a_consumer_keeps_unread_snapshots_through_expiration(
         assert _deliver(reader, start, end) == sorted(writer.between(0, 4))
         reader.commit(end)
         assert client.list_consumers(table).consumers[0].next_snapshot_id == 5
+        # a new query of the same consumer (no checkpoint) goes on where it stands, as in Paimon
+        assert _reader(client, table, **options).initialOffset() == {"snapshot": 4}
         client.expire(table)
         assert sorted(s.id for s in client.list_snapshots(table).snapshots) == [4]

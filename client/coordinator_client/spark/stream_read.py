@@ -11,9 +11,10 @@ Append tables deliver their rows as inserts. Primary-key tables deliver each add
 with the kind Paimon wrote (`_VALUE_KIND`) in the `rowkind` column (+I, -U, +U, -D), which such a read
 must ask for with option rowkind=true: an update or delete is then a row a consumer can apply.
 
-Offsets, start options and the consumer: stream_start. With `consumer-id`, the reader registers a
-coordinator consumer when a new query starts and moves it when Spark commits a batch, so expiration never
-deletes a snapshot the query has yet to read.
+Offsets and start options: stream_start. With `consumer-id`, the reader registers a coordinator consumer
+when a new query starts and moves it when Spark commits a batch (measured: Spark commits a batch's end
+when it plans the next batch, so the consumer stands one batch behind), so expiration never deletes a
+snapshot the query has yet to read. A consumer that exists already is where a new query starts.
 """
 
 from __future__ import annotations
@@ -99,31 +100,30 @@ class ChangeReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         the batch's start: measured), so the answer is kept: a commit in between must not move it."""
         if self.initial is None:
             with self.connection.client() as client:
-                for attempt in range(CONSUMER_ATTEMPTS):
-                    start = self.settings.initial(client, self.layout.table_id)
-                    try:
-                        self._hold(client, start.next_needed)
-                        break
-                    except BadRequest:  # expiration took the start snapshot meanwhile: start again
-                        if attempt == CONSUMER_ATTEMPTS - 1:
-                            raise
-            self.initial = start.offset()
+                self.initial = self._start(client).offset()
         return self.initial
 
-    def _hold(self, client: CoordinatorClient, needed: int) -> None:
-        """Register the consumer at `needed`, unless it already holds that snapshot: a query restarted
-        before its first batch was committed asks initialOffset() again, and must not let go of what
-        that batch reads."""
-        consumer = self.settings.consumer_id
+    def _start(self, client: CoordinatorClient) -> Position:
+        """The start options' position, the consumer registered there. A consumer that exists already
+        says where to go on instead, as in Paimon: a query started again without its checkpoint (or
+        restarted before its first batch was committed) reads the changes from the consumer's next
+        snapshot on, whatever the start options say."""
+        table_id, consumer = self.layout.table_id, self.settings.consumer_id
         if consumer is None:
-            return
-        held = [
-            c.next_snapshot_id
-            for c in client.list_consumers(self.layout.table_id).consumers
-            if c.consumer_id == consumer
-        ]
-        if not held or held[0] > needed:
-            client.set_consumer(self.layout.table_id, consumer, needed)
+            return self.settings.initial(client, table_id)
+        for c in client.list_consumers(table_id).consumers:
+            if c.consumer_id == consumer:
+                return Position(c.next_snapshot_id - 1)
+        failures = 0
+        while True:
+            start = self.settings.initial(client, table_id)
+            try:
+                client.set_consumer(table_id, consumer, start.next_needed)
+                return start
+            except BadRequest:  # expiration took the start snapshot meanwhile: start again
+                failures += 1
+                if failures == CONSUMER_ATTEMPTS:
+                    raise
 
     def prepareForTriggerAvailableNow(self) -> None:
         with self.connection.client() as client:
