@@ -41,6 +41,7 @@ from coordinator_client.spark.file_reads import for_spark, read_data_file, spark
 from coordinator_client.spark.layout import VALUE_KIND, SparkTable
 from coordinator_client.spark.merge import merge_by_key
 from coordinator_client.spark.options import Connection, OptionError, flag
+from coordinator_client.spark.source import ROWKIND
 from coordinator_client.spark.stream_start import (
     Offset,
     Position,
@@ -52,13 +53,13 @@ from coordinator_client.spark.stream_start import (
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-ROWKIND = "rowkind"
 KIND_NAMES = pa.array(["+I", "-U", "+U", "-D"])
 """Paimon's RowKind byte (_VALUE_KIND) as the index of its short string."""
 SPLIT_BYTES = 64 * 1024 * 1024
 """Files are packed into one task up to this size: a snapshot of many small files is not many tasks."""
 
 CONSUMER_ATTEMPTS = 3
+"""Tries to register a new consumer at the start position while expiration moves the earliest snapshot."""
 File = tuple[str, int]
 """A data file to read: its path (as the coordinator names it) and the schema id it was written with."""
 
@@ -189,14 +190,20 @@ class ChangeReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             rows = pa.concat_tables(parts)
             if partition.merged:
                 rows = merge_by_key(layout, rows)
-                kinds = pa.array(["+I"] * rows.num_rows, pa.string())
-            elif layout.has_primary_key:
-                kinds = pc.take(KIND_NAMES, rows[VALUE_KIND].cast(pa.int32()))
-            else:
-                kinds = pa.array(["+I"] * rows.num_rows, pa.string())
             if ROWKIND in self.target.names:
-                rows = rows.append_column(ROWKIND, kinds)
+                unmerged_keyed = layout.has_primary_key and not partition.merged
+                rows = rows.append_column(ROWKIND, _kinds(rows) if unmerged_keyed else _inserts(rows))
             yield from for_spark(rows, self.target).to_batches()
+
+
+def _kinds(rows: pa.Table) -> pa.ChunkedArray:
+    """Each primary-key row's kind as Paimon wrote it."""
+    return pc.take(KIND_NAMES, rows[VALUE_KIND].cast(pa.int32()))
+
+
+def _inserts(rows: pa.Table) -> pa.Array:
+    """Rows of an append table, or of a merged full table read: all inserts."""
+    return pa.array(["+I"] * rows.num_rows, pa.string())
 
 
 Group = tuple[File, ...]
