@@ -89,6 +89,11 @@ class CoordinatorClient:
         return str(self._http.base_url)
 
     @property
+    def timeout(self) -> float | None:
+        """Seconds to wait for an answer."""
+        return self._http.timeout.read
+
+    @property
     def token(self) -> str | None:
         """The bearer token this client sends: what a Spark job's data source options pass on."""
         return self._token
