@@ -20,7 +20,6 @@ snapshot the query has yet to read. A consumer that exists already is where a ne
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -42,6 +41,7 @@ from coordinator_client.spark.layout import VALUE_KIND, SparkTable
 from coordinator_client.spark.merge import merge_by_key
 from coordinator_client.spark.options import Connection, OptionError, flag
 from coordinator_client.spark.source import ROWKIND
+from coordinator_client.spark.splits import DEFAULT_SPLIT_SIZE, Split, plan_splits, unmerged_splits
 from coordinator_client.spark.stream_start import (
     Offset,
     Position,
@@ -55,23 +55,8 @@ if TYPE_CHECKING:
 
 KIND_NAMES = pa.array(["+I", "-U", "+U", "-D"])
 """Paimon's RowKind byte (_VALUE_KIND) as the index of its short string."""
-SPLIT_BYTES = 64 * 1024 * 1024
-"""Files are packed into one task up to this size: a snapshot of many small files is not many tasks."""
-
 CONSUMER_ATTEMPTS = 3
 """Tries to register a new consumer at the start position while expiration moves the earliest snapshot."""
-File = tuple[str, int]
-"""A data file to read: its path (as the coordinator names it) and the schema id it was written with."""
-
-
-@dataclass(frozen=True)
-class ChangeSplit(InputPartition):
-    """One task of a micro-batch: groups of files, each group read (and, when `merged`, merged) alone."""
-
-    schemas: FileSchemas
-    groups: tuple[tuple[File, ...], ...]
-    merged: bool
-    """The groups are buckets of a full table read of a primary-key table: merged by key, as inserts."""
 
 
 class ChangeReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -170,29 +155,25 @@ class ChangeReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     f"{table_id}: a snapshot the streaming read has yet to read is gone ({gone}); it expired "
                     "before the query read it: give the query a consumer-id so that expiration keeps it"
                 ) from gone
-        schemas = FileSchemas.load(self.layout, {f.schema_id for f in (*full, *changes)})
-        merged = self.layout.has_primary_key
-        splits = [
-            ChangeSplit(schemas, groups, merged)
-            for groups in _packed(_buckets(full) if merged else _each(full))
-        ]
-        splits += [ChangeSplit(schemas, groups, False) for groups in _packed(_each(changes))]
-        return splits
+        # the full table as a batch read splits it (a primary-key bucket merged in its task), then the
+        # changes as they were written
+        splits = plan_splits(self.layout, full, DEFAULT_SPLIT_SIZE) if full else []
+        return splits + unmerged_splits(changes, DEFAULT_SPLIT_SIZE)
 
     # ---------------------------------------------------------------- reading (on the executors)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, ChangeSplit)
-        schemas, layout = partition.schemas, partition.schemas.layout
+        assert isinstance(partition, Split)
+        layout = self.layout
+        schemas = FileSchemas.load(layout, {f.schema_id for f in partition.files})
         fs, root = layout.filesystem()
-        for group in partition.groups:
-            parts = [read_data_file(schemas, fs, root, path, schema_id) for path, schema_id in group]
-            rows = pa.concat_tables(parts)
-            if partition.merged:
-                rows = merge_by_key(layout, rows)
+        parts = [read_data_file(schemas, fs, root, f.path, f.schema_id) for f in partition.files]
+        if partition.merge:
+            parts = [merge_by_key(layout, pa.concat_tables(parts))]
+        as_written = layout.has_primary_key and not partition.merge
+        for rows in parts:
             if ROWKIND in self.target.names:
-                unmerged_keyed = layout.has_primary_key and not partition.merged
-                rows = rows.append_column(ROWKIND, _kinds(rows) if unmerged_keyed else _inserts(rows))
+                rows = rows.append_column(ROWKIND, _kinds(rows) if as_written else _inserts(rows))
             yield from for_spark(rows, self.target).to_batches()
 
 
@@ -204,38 +185,3 @@ def _kinds(rows: pa.Table) -> pa.ChunkedArray:
 def _inserts(rows: pa.Table) -> pa.Array:
     """Rows of an append table, or of a merged full table read: all inserts."""
     return pa.array(["+I"] * rows.num_rows, pa.string())
-
-
-Group = tuple[File, ...]
-
-
-def _each(files: Sequence[LiveFileModel]) -> list[tuple[Group, int]]:
-    """Every file its own group, with its size."""
-    return [(((f.path, f.schema_id),), f.file_size) for f in files]
-
-
-def _buckets(files: Sequence[LiveFileModel]) -> list[tuple[Group, int]]:
-    """The files of each (partition, bucket) as one group: a primary-key table merges within a bucket."""
-    by_bucket: dict[str, list[LiveFileModel]] = {}
-    for f in files:
-        by_bucket.setdefault(f.path.rsplit("/", 1)[0], []).append(f)
-    return [
-        (tuple((f.path, f.schema_id) for f in bucket), sum(f.file_size for f in bucket))
-        for bucket in by_bucket.values()
-    ]
-
-
-def _packed(groups: Sequence[tuple[Group, int]]) -> list[tuple[Group, ...]]:
-    """Groups packed in order into tasks of about SPLIT_BYTES each (a bigger group is a task alone)."""
-    tasks: list[tuple[Group, ...]] = []
-    current: list[Group] = []
-    size = 0
-    for group, group_size in groups:
-        if current and size + group_size > SPLIT_BYTES:
-            tasks.append(tuple(current))
-            current, size = [], 0
-        current.append(group)
-        size += group_size
-    if current:
-        tasks.append(tuple(current))
-    return tasks
