@@ -70,8 +70,14 @@ def test_each_start_option_delivers_what_paimon_would(spark: SparkSession, clien
     from_two = _reader(client, table, **{"snapshot-id": "2"})
     assert from_two.initialOffset() == {"snapshot": 1}
     assert _next_batch(from_two, {"snapshot": 1})[1] == sorted(writer.between(1, 3))
-    with pytest.raises(OptionError, match=r"'snapshot-id': snapshot 9 of s\.starts does not exist"):
+    with pytest.raises(OptionError, match=r"'snapshot-id': s\.starts has no snapshot 9"):
         _reader(client, table, **{"snapshot-id": "9"}).initialOffset()
+
+    after_one = client.get_snapshot(table, 1).time_millis + 1
+    assert client.get_snapshot(table, 2).time_millis > after_one
+    from_time = _reader(client, table, timestamp=str(after_one))  # the snapshots committed after it
+    assert from_time.initialOffset() == {"snapshot": 1}
+    assert _next_batch(from_time, {"snapshot": 1})[1] == sorted(writer.between(1, 3))
 
     latest = _reader(client, table, start="latest")
     assert latest.initialOffset() == {"snapshot": 3}
@@ -156,6 +162,9 @@ def test_files_of_older_and_newer_schemas_are_read_in_the_readers_schema(
         ({"start": "latest", "snapshot-id": "1"}, "snapshot-id"),
         ({"snapshot-id": "0"}, "snapshot-id"),
         ({"snapshot-id": "x"}, "snapshot-id"),
+        ({"snapshot-id": "1", "timestamp": "0"}, "timestamp"),
+        ({"timestamp": "yesterday"}, "timestamp"),
+        ({"tag": "t1"}, "tag"),
         ({"max-snapshots-per-batch": "0"}, "max-snapshots-per-batch"),
         ({"consumer-id": "no/slash"}, "consumer-id"),
         ({"rowkind": "false"}, "rowkind"),

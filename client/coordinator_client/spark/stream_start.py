@@ -19,6 +19,8 @@ The start options follow Paimon's `scan.mode`: `start` = latest-full (the defaul
 snapshot, then changes), latest (only what is committed after the query starts) or earliest (the table at
 the earliest retained snapshot, then changes); or `snapshot-id` = N (the changes of snapshot N on). They
 count only for a new query: a query restarted from its checkpoint resumes at its checkpointed offset.
+`timestamp` (epoch milliseconds or ISO-8601, as for a batch read) starts after the snapshot committed at
+or before that time, as Paimon's from-timestamp.
 """
 
 from __future__ import annotations
@@ -32,6 +34,14 @@ from coordinator_client.client import CoordinatorClient
 from coordinator_client.errors import NotFound
 from coordinator_client.models import REF_NAME_PATTERN
 from coordinator_client.spark.options import OptionError, optional_int
+from coordinator_client.spark.time_travel import (
+    SNAPSHOT_ID,
+    TAG,
+    TIMESTAMP,
+    epoch_millis,
+    pinned_snapshot,
+    snapshot_at,
+)
 
 START_MODES = ("latest-full", "latest", "earliest")
 Offset = dict[str, Any]
@@ -77,18 +87,28 @@ class StreamSettings:
 
     start: str = "latest-full"
     snapshot_id: int | None = None
+    timestamp_millis: int | None = None
     max_snapshots: int | None = None
     consumer_id: str | None = None
 
     @classmethod
     def of(cls, options: Mapping[str, str]) -> StreamSettings:
+        if options.get(TAG) is not None:
+            raise OptionError(
+                TAG, "a tag pins a batch read; a stream starts at start, snapshot-id or timestamp"
+            )
+        given = [name for name in (SNAPSHOT_ID, TIMESTAMP) if options.get(name) is not None]
+        if len(given) > 1:
+            raise OptionError(given[1], f"give at most one of {', '.join(given)}")
         start = options.get("start")
-        snapshot_id = optional_int(options, "snapshot-id", minimum=1)
-        if start is not None and snapshot_id is not None:
-            raise OptionError("snapshot-id", f"give either start or snapshot-id, not both (start={start!r})")
+        if start is not None and given:
+            raise OptionError(given[0], f"give either start or {given[0]}, not both (start={start!r})")
         start = (start or "latest-full").strip().lower()
         if start not in START_MODES:
             raise OptionError("start", f"expected one of {', '.join(START_MODES)}, got {start!r}")
+        snapshot_id = optional_int(options, SNAPSHOT_ID, minimum=1)
+        timestamp = options.get(TIMESTAMP)
+        millis = None if timestamp is None else epoch_millis(timestamp)
         max_snapshots = optional_int(options, "max-snapshots-per-batch", minimum=1)
         consumer_id = options.get("consumer-id")
         if consumer_id is not None and not re.fullmatch(REF_NAME_PATTERN, consumer_id):
@@ -97,18 +117,17 @@ class StreamSettings:
                 f"expected letters, digits, '_', '.' or '-' (at most 200, not starting with '.' or '-'), "
                 f"got {consumer_id!r}",
             )
-        return cls(start, snapshot_id, max_snapshots, consumer_id)
+        return cls(start, snapshot_id, millis, max_snapshots, consumer_id)
 
     def initial(self, client: CoordinatorClient, table_id: str) -> Position:
-        """Where a new query starts, as the table stands now."""
+        """Where a new query starts, as the table stands now: `snapshot-id` N delivers the changes of N
+        on (N must exist), `timestamp` those of the snapshots committed after it (Paimon's from-snapshot
+        and from-timestamp), the `start` modes as the module says."""
         if self.snapshot_id is not None:
-            try:
-                client.get_snapshot(table_id, self.snapshot_id)
-            except NotFound:
-                raise OptionError(
-                    "snapshot-id", f"snapshot {self.snapshot_id} of {table_id} does not exist (or expired)"
-                ) from None
+            pinned_snapshot(client, table_id, {SNAPSHOT_ID: str(self.snapshot_id)})  # it must exist
             return Position(self.snapshot_id - 1)
+        if self.timestamp_millis is not None:
+            return Position(snapshot_at(client, table_id, self.timestamp_millis))
         latest = latest_snapshot_id(client, table_id)
         if latest == 0:
             return Position(0)  # an empty table: every snapshot is a change to deliver
