@@ -54,6 +54,12 @@ def plan_splits(layout: SparkTable, files: Sequence[LiveFileModel], split_size: 
         for f in files:
             buckets.setdefault((layout.directory_of(f), f.bucket), []).append(_split_file(f))
         return [Split(bucket_files, merge=True) for _, bucket_files in sorted(buckets.items())]
+    return unmerged_splits(files, split_size)
+
+
+def unmerged_splits(files: Sequence[LiveFileModel], split_size: int) -> list[Split]:
+    """Files read as they are, packed by size: an append table's, or the changes a streaming read
+    delivers of any table (a primary-key table's rows unmerged, each with its kind)."""
     return [Split(chunk, merge=False) for chunk in _packed([_split_file(f) for f in files], split_size)]
 
 
