@@ -57,7 +57,9 @@ def main(url: str) -> int:
         print(f"doubled 10,000 amounts: snapshot {client.latest_snapshot(TABLE).id}")
 
         cancelled = orders.where("order_id % 100 = 1").select("dt", "order_id")
-        cancelled.write.format(NAME).option("url", url).option("operation", "delete").save(TABLE)
+        cancelled.write.format(NAME).option("url", url).option("operation", "delete").mode("append").save(
+            TABLE
+        )
         print(f"deleted 1,000 orders: snapshot {client.latest_snapshot(TABLE).id}")
 
         table = spark.read.format(NAME).option("url", url).load(TABLE)
