@@ -34,7 +34,7 @@ from coordinator_client.models import CommitOutcomeResponse, CommitRequest, Comm
 from coordinator_client.spark.data_files import FILE_COLUMN, WrittenFile
 from coordinator_client.spark.layout import SparkTable
 
-_RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Aborted|Conflict): ")
+_RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Aborted|Conflict|Unknown): ")
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -49,7 +49,7 @@ def collect_written(out: DataFrame, layout: SparkTable, prefix: str, what: str) 
         if not isinstance(error, Exception):
             raise
         raise WriteAborted(
-            f"{what} failed before its commit: {_first_line(error)}; deleted {deleted} data file(s) it wrote",
+            f"{what} failed before its commit: {first_line(error)}; deleted {deleted} data file(s) it wrote",
             deleted_files=deleted,
         ) from error
 
@@ -113,7 +113,7 @@ def _settle(
             raise error
         raise WriteOutcomeUnknown(
             f"{what}: the outcome of commit {_who(request)} on {layout.table_id} is unknown "
-            f"({_first_line(error)}); its {len(files)} data file(s) were kept, since the commit may still "
+            f"({first_line(error)}); its {len(files)} data file(s) were kept, since the commit may still "
             f"stand and name them. Ask client.commit_outcome({layout.table_id!r}, {request.commit_user!r}, "
             f"{request.identifier}): committed means the rows are in; rejected means the files can go",
             table_id=layout.table_id,
@@ -257,10 +257,10 @@ def sweep(layout: SparkTable, prefix: str, *, keep: Iterable[str], directories: 
 def _reason(error: BaseException) -> str:
     if isinstance(error, Conflict) and error.conflict is not None:
         return f"{error.conflict.type}: {error.conflict.message}"
-    return _first_line(error)
+    return first_line(error)
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     """The line that says what went wrong: for a failed Spark task, the Python error inside its trace."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     raised = [line for line in lines if _RAISED.match(line)]

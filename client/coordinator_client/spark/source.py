@@ -24,6 +24,7 @@ from pyspark.sql.datasource import (
     DataSourceWriter,
 )
 
+from coordinator_client.client import CoordinatorClient
 from coordinator_client.spark.layout import SparkTable
 from coordinator_client.spark.options import Connection, flag
 from coordinator_client.spark.read import spark_schema
@@ -87,6 +88,16 @@ class CoordinatorSource(DataSource):
                 cached = SparkTable.of(client.get_table(self._connection().table))
             self._layout = cached
         return cached
+
+
+def client_options(client: CoordinatorClient) -> dict[str, str]:
+    """The options that reach the coordinator as `client` does: its URL, token and timeout."""
+    options = {"url": client.base_url}
+    if client.token is not None:
+        options["token"] = client.token
+    if client.timeout is not None:
+        options["timeout"] = str(client.timeout)
+    return options
 
 
 def register(spark: SparkSession) -> None:

@@ -56,11 +56,11 @@ class Split(InputPartition):
 
 
 def plan_splits(
-    layout: SparkTable, files: Sequence[LiveFileModel], split_size: int, parallelism: int
+    layout: SparkTable, files: Sequence[LiveFileModel], split_size: int, parallelism: int | None = None
 ) -> list[Split]:
-    """The splits of `files`: by (partition, bucket) on a primary-key table, else cut and packed by
-    size; one empty split when there are no files (Spark reads a data source without partitions as one
-    task of `InputPartition(None)`)."""
+    """The splits of `files`: by (partition, bucket) on a primary-key table, else packed by size (and
+    with `parallelism`, cut: see `unmerged_splits`); one empty split when there are no files (Spark
+    reads a data source without partitions as one task of `InputPartition(None)`)."""
     if not files:
         return [Split((), merge=False)]
     if layout.has_primary_key:
@@ -68,9 +68,22 @@ def plan_splits(
         for f in files:
             buckets.setdefault((layout.directory_of(f), f.bucket), []).append(_split_file(f))
         return [Split(bucket_files, merge=True) for _, bucket_files in sorted(buckets.items())]
-    total = sum(f.file_size + OPEN_COST for f in files)
+    return unmerged_splits(files, split_size, parallelism)
+
+
+def unmerged_splits(
+    files: Sequence[LiveFileModel], split_size: int, parallelism: int | None = None
+) -> list[Split]:
+    """Files read as they are, packed by size: an append table's, or the changes a streaming read
+    delivers of any table (a primary-key table's rows unmerged, each with its kind). With
+    `parallelism`, files are also cut into byte ranges, pieces of at most min(split_size,
+    total / parallelism) bytes: a reader of such splits reads pieces with `row_groups.read_piece`."""
+    whole = [_split_file(f) for f in files]
+    if parallelism is None:
+        return [Split(chunk, merge=False) for chunk in _packed(whole, split_size)]
+    total = sum(f.size + OPEN_COST for f in whole)
     piece = min(split_size, max(OPEN_COST, total // parallelism))
-    pieces = [p for f in files for p in _pieces(_split_file(f), piece)]
+    pieces = [p for f in whole for p in _pieces(f, piece)]
     return [Split(chunk, merge=False) for chunk in _packed(pieces, piece)]
 
 

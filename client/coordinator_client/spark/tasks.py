@@ -1,4 +1,4 @@
-"""What Spark executors run: bucket routing, data-file writing and per-bucket compaction.
+"""What Spark tasks share when they write rows (cast, bucket, group, number) and the per-bucket compaction.
 
 Each task is a small frozen dataclass that Spark pickles into its Python workers and calls through
 `mapInArrow`. Tasks only read and write files under the table; the driver alone talks to the coordinator.
@@ -7,7 +7,7 @@ Each task is a small frozen dataclass that Spark pickles into its Python workers
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,13 +19,10 @@ from coordinator_client.format.bucket_arrow import buckets_of_columns
 from coordinator_client.spark.data_files import RollingFileWriter, WrittenFile, written_files_batch
 from coordinator_client.spark.evolution import FileSchemas
 from coordinator_client.spark.layout import (
-    INSERT,
     SparkTable,
 )
 from coordinator_client.spark.merge import merge_by_key
 
-BUCKET_COLUMN = "__paimon_bucket"
-ORDER_COLUMN = "__paimon_order"
 TASK_COLUMN = "task"
 
 Group = tuple[tuple[object, ...], int]
@@ -98,65 +95,6 @@ def with_system_columns(layout: SparkTable, rows: pa.Table, first_sequence: int,
     arrays.append(pa.array(np.arange(first_sequence, first_sequence + n, dtype=np.int64)))
     arrays.append(pa.array(np.full(n, kind, dtype=np.int8)))
     return pa.Table.from_arrays([*arrays, *rows.columns], schema=layout.file_schema)
-
-
-def bucket_of(layout: SparkTable) -> Callable[[pa.Array], pa.Array]:
-    """Paimon's bucket of each row, as the function of a scalar Arrow UDF over a struct of the bucket key.
-
-    A scalar UDF, unlike `mapInArrow`, ships only its argument column to Python and back, so routing a
-    primary-key write costs the key's hand-off, not the whole row's. The writing task casts and checks
-    every column; routing casts the bucket key only. (A plain function: Spark reads the UDF's kind from
-    its type hints, which it cannot resolve on a callable object, and which admit no *args.)
-    """
-
-    def bucket(keys: pa.Array) -> pa.Array:
-        return buckets(layout, pa.RecordBatch.from_struct_array(keys))
-
-    return bucket
-
-
-@dataclass(frozen=True)
-class WriteTask:
-    """Writes a task's rows as data files and returns their metadata, one JSON string per file.
-
-    Primary-key writes arrive shuffled by (partition, bucket) and sorted by key, then by the row's place
-    in the DataFrame, so one task owns each bucket and numbers its rows from `next_sequence`: rows of one
-    key keep their DataFrame order. Append writes are not shuffled; their sequence numbers are metadata
-    only and the driver assigns them.
-    """
-
-    layout: SparkTable
-    prefix: str
-    kind: int = INSERT
-    next_sequence: Mapping[str, int] | None = None
-
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        fs, root = self.layout.filesystem()
-        writers: dict[Group, RollingFileWriter] = {}
-        sequence: dict[Group, int] = {}
-        try:
-            for batch in batches:
-                if batch.num_rows == 0:
-                    continue
-                rows = conform(self.layout, batch)
-                index = batch.schema.get_field_index(BUCKET_COLUMN)
-                bucket = batch.column(index) if index >= 0 else buckets(self.layout, rows)
-                for group, part in groups(self.layout, rows, bucket):
-                    writer = writers.get(group)
-                    if writer is None:
-                        writer = RollingFileWriter(self.layout, fs, root, group[0], group[1], self.prefix)
-                        writers[group] = writer
-                        sequence[group] = (self.next_sequence or {}).get(writer.directory, 0)
-                    if self.layout.has_primary_key:
-                        part = with_system_columns(self.layout, part, sequence[group], self.kind)
-                        sequence[group] += part.num_rows
-                    writer.write(part)
-            files = [f for w in writers.values() for f in w.close()]
-        except BaseException:
-            for w in writers.values():
-                w.abort()
-            raise
-        yield written_files_batch(files)
 
 
 @dataclass(frozen=True)
