@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 from pyspark.sql.datasource import DataSourceReader
 
+FILTER_PUSHDOWN = "filter-pushdown"
 SPLIT_SIZE = "split-size"
 PARALLELISM = "parallelism"
 """At least how many tasks a small append table's read is spread over, as Spark's defaultParallelism
@@ -62,7 +63,8 @@ if log.level == logging.NOTSET:
 
 
 class TableReader(DataSourceReader):
-    """A batch read of one table at one snapshot; picklable (options and plans, no open client)."""
+    """A batch read of one table at one snapshot; picklable (options and plans, no open client).
+    Spark filters its rows; `FilteringTableReader` takes filters and prunes files."""
 
     def __init__(
         self, connection: Connection, layout: SparkTable, options: Mapping[str, str], schema: StructType
@@ -77,10 +79,6 @@ class TableReader(DataSourceReader):
         with connection.client() as client:
             self.snapshot = pinned_snapshot(client, connection.table, options)
         self.pushdown = Pushdown()
-
-    def pushFilters(self, filters: list[Filter]) -> list[Filter]:
-        self.pushdown, remaining = Pushdown.of(self.layout, filters)
-        return remaining
 
     def partitions(self) -> Sequence[InputPartition]:
         planned = Tally()  # counted, not kept: a pruned query holds only the files it reads
@@ -173,3 +171,16 @@ class Tally:
     @property
     def megabytes(self) -> str:
         return f"{self.bytes / 2**20:.1f} MB"
+
+
+class FilteringTableReader(TableReader):
+    """A batch read that takes Spark's filters (option `filter-pushdown`): pruned files are never opened.
+
+    Opt-in because PySpark 4.3 keeps one read plan per relation (a DataFrame from `load()`, a view): a
+    later query on the same relation that has no filter at all is not planned again and gets the pruned
+    plan of the earlier one, i.e. too few rows. With pushdown on, `load()` a DataFrame per query.
+    """
+
+    def pushFilters(self, filters: list[Filter]) -> list[Filter]:
+        self.pushdown, remaining = Pushdown.of(self.layout, filters)
+        return remaining
