@@ -34,9 +34,8 @@ from coordinator_client.spark.evolution import FileSchemas
 from coordinator_client.spark.file_reads import for_spark, spark_arrow_schema
 from coordinator_client.spark.filters import Pushdown
 from coordinator_client.spark.layout import SparkTable
-from coordinator_client.spark.merge import merge_by_key
 from coordinator_client.spark.options import Connection, OptionError, flag, optional_int
-from coordinator_client.spark.row_groups import BATCH_ROWS, read_piece
+from coordinator_client.spark.row_groups import BATCH_ROWS, read_split
 from coordinator_client.spark.source import ROWKIND
 from coordinator_client.spark.splits import DEFAULT_SPLIT_SIZE, Split, plan_splits
 from coordinator_client.spark.time_travel import BEFORE_FIRST, pinned_snapshot
@@ -128,13 +127,7 @@ class TableReader(DataSourceReader):
         assert isinstance(partition, Split)
         target = spark_arrow_schema(self.schema)
         schemas = FileSchemas.load(self.layout, {f.schema_id for f in partition.files})
-        fs, root = self.layout.filesystem()
-        parts: Iterator[pa.Table] = (
-            rows for f in partition.files for rows in read_piece(schemas, fs, root, f)
-        )
-        if partition.merge:
-            parts = iter([merge_by_key(self.layout, pa.concat_tables(list(parts)))])
-        for rows in parts:
+        for rows in read_split(partition, schemas):
             if self.rowkind:
                 kinds = pa.array([INSERT_KIND] * rows.num_rows, pa.string())
                 rows = rows.add_column(0, ROWKIND, kinds)

@@ -3,7 +3,7 @@ never the whole file, and a file bigger than a split is shared by several tasks.
 
 A byte range owns the row groups whose middle lies in it (Spark's rule for Parquet splits), so the
 ranges of one file read each row group exactly once. Rows come in the table's current file schema
-(`FileSchemas.read_as_current`), as `file_reads.read_data_file` gives a whole file.
+(`FileSchemas.read_as_current`).
 """
 
 from __future__ import annotations
@@ -15,11 +15,23 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from coordinator_client.spark.evolution import FileSchemas
-from coordinator_client.spark.splits import SplitFile
+from coordinator_client.spark.merge import merge_by_key
+from coordinator_client.spark.splits import Split, SplitFile
 
 BATCH_ROWS = 65_536
 """Rows per batch handed to Spark: big enough that the per-batch cost of Arrow's hand-off to the JVM
 does not count, small enough to keep a task's memory to a few of them."""
+
+
+def read_split(split: Split, schemas: FileSchemas) -> Iterator[pa.Table]:
+    """The rows of a split in the table's current file schema: piece by piece, or, for a primary-key
+    bucket to merge, all of its files merged by key (newest sequence number wins)."""
+    fs, root = schemas.layout.filesystem()
+    parts = (rows for f in split.files for rows in read_piece(schemas, fs, root, f))
+    if split.merge:
+        yield merge_by_key(schemas.layout, pa.concat_tables(list(parts)))
+    else:
+        yield from parts
 
 
 def read_piece(schemas: FileSchemas, fs: pafs.FileSystem, root: str, piece: SplitFile) -> Iterator[pa.Table]:

@@ -36,10 +36,10 @@ from coordinator_client.client import CoordinatorClient
 from coordinator_client.errors import BadRequest, NotFound
 from coordinator_client.models import LiveFileModel
 from coordinator_client.spark.evolution import FileSchemas
-from coordinator_client.spark.file_reads import for_spark, read_data_file, spark_arrow_schema
+from coordinator_client.spark.file_reads import for_spark, spark_arrow_schema
 from coordinator_client.spark.layout import VALUE_KIND, SparkTable
-from coordinator_client.spark.merge import merge_by_key
 from coordinator_client.spark.options import Connection, OptionError, flag
+from coordinator_client.spark.row_groups import read_split
 from coordinator_client.spark.source import ROWKIND
 from coordinator_client.spark.splits import DEFAULT_SPLIT_SIZE, Split, plan_splits, unmerged_splits
 from coordinator_client.spark.stream_start import (
@@ -166,12 +166,8 @@ class ChangeReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert isinstance(partition, Split)
         layout = self.layout
         schemas = FileSchemas.load(layout, {f.schema_id for f in partition.files})
-        fs, root = layout.filesystem()
-        parts = [read_data_file(schemas, fs, root, f.path, f.schema_id) for f in partition.files]
-        if partition.merge:
-            parts = [merge_by_key(layout, pa.concat_tables(parts))]
         as_written = layout.has_primary_key and not partition.merge
-        for rows in parts:
+        for rows in read_split(partition, schemas):
             if ROWKIND in self.target.names:
                 rows = rows.append_column(ROWKIND, _kinds(rows) if as_written else _inserts(rows))
             yield from for_spark(rows, self.target).to_batches()
