@@ -20,35 +20,24 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from coordinator_client.models import BATCH_IDENTIFIER
-from coordinator_client.spark.layout import SparkTable
-from coordinator_client.spark.options import Connection, OptionError, optional_int
+from coordinator_client.spark.options import OptionError, optional_int
 from coordinator_client.spark.write_job import WriteJob
 
 if TYPE_CHECKING:
-    from pyspark.sql.types import StructType
+    pass
 
 
 class TableWriter(DataSourceArrowWriter):
-    def __init__(self, job: WriteJob, identifier: int) -> None:
-        self.job = job
-        self.identifier = identifier
+    """One batch write: the job planned on the driver, committed under `commit-identifier` if given."""
 
-    @classmethod
-    def plan(
-        cls,
-        connection: Connection,
-        layout: SparkTable,
-        options: Mapping[str, str],
-        schema: StructType,
-        overwrite: bool,
-    ) -> TableWriter:
+    def __init__(self, job: WriteJob, options: Mapping[str, str]) -> None:
         identifier = optional_int(options, "commit-identifier", minimum=0)
         if identifier is not None and "commit-user" not in options:
             raise OptionError(
                 "commit-identifier", "a resend is known by its commit user too: set commit-user"
             )
-        job = WriteJob.plan(connection, layout, options, schema, overwrite)
-        return cls(job, BATCH_IDENTIFIER if identifier is None else identifier)
+        self.job = job
+        self.identifier = BATCH_IDENTIFIER if identifier is None else identifier
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         return self.job.task_files(iterator)

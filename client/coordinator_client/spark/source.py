@@ -26,12 +26,14 @@ from pyspark.sql.datasource import (
 
 from coordinator_client.client import CoordinatorClient
 from coordinator_client.spark.layout import SparkTable
-from coordinator_client.spark.options import Connection, flag
+from coordinator_client.spark.options import Connection, OptionError, flag
 from coordinator_client.spark.read import spark_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
+
+    from coordinator_client.spark.write_job import WriteJob
 
 NAME = "paimon-coordinator"
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -66,12 +68,21 @@ class CoordinatorSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from coordinator_client.spark.batch_write import TableWriter
 
-        return TableWriter.plan(self._connection(), self._table(), self.options, schema, overwrite)
+        return TableWriter(self._job(schema, overwrite), self.options)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from coordinator_client.spark.stream_write import StreamWriter
+        from coordinator_client.spark.stream_write import StreamWriter, query_user
 
-        return StreamWriter.plan(self._connection(), self._table(), self.options, schema, overwrite)
+        if overwrite:
+            raise OptionError("outputMode", "a stream appends to the table; complete mode would overwrite it")
+        return StreamWriter(self._job(schema, False, commit_user=query_user(self.options)))
+
+    def _job(self, schema: StructType, overwrite: bool, *, commit_user: str | None = None) -> WriteJob:
+        from coordinator_client.spark.write_job import WriteJob
+
+        return WriteJob.plan(
+            self._connection(), self._table(), self.options, schema, overwrite, commit_user=commit_user
+        )
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from coordinator_client.spark.stream_read import ChangeReader

@@ -16,32 +16,18 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from coordinator_client.spark.layout import SparkTable
-from coordinator_client.spark.options import Connection, OptionError
+from coordinator_client.spark.options import OptionError
 from coordinator_client.spark.write_job import WriteJob
 
 if TYPE_CHECKING:
-    from pyspark.sql.types import StructType
+    pass
 
 
 class StreamWriter(DataSourceStreamArrowWriter):
+    """One micro-batch's write (Spark plans a writer per batch), committed with the batch id."""
+
     def __init__(self, job: WriteJob) -> None:
         self.job = job
-
-    @classmethod
-    def plan(
-        cls,
-        connection: Connection,
-        layout: SparkTable,
-        options: Mapping[str, str],
-        schema: StructType,
-        overwrite: bool,
-    ) -> StreamWriter:
-        if overwrite:
-            raise OptionError("outputMode", "a stream appends to the table; complete mode would overwrite it")
-        return cls(
-            WriteJob.plan(connection, layout, options, schema, False, commit_user=_query_user(options))
-        )
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         return self.job.task_files(iterator)
@@ -53,7 +39,7 @@ class StreamWriter(DataSourceStreamArrowWriter):
         self.job.abort()
 
 
-def _query_user(options: Mapping[str, str]) -> str:
+def query_user(options: Mapping[str, str]) -> str:
     """The query's commit user: `commit-user`, else named after its checkpoint, which a restart reuses."""
     if options.get("commit-user"):
         return options["commit-user"]
