@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import spark_null_sink as null_sink
 from coordinator_client.spark.source import NAME
 
 FIELDS = [
@@ -53,9 +54,13 @@ WRITES = (
 )
 READS = (
     Pair("read_append", "read_append_plain", 1.2),
+    Pair("read_append_split", "read_append_plain", None),
     Pair("read_primary_key", "read_primary_key_plain", None),
 )
 HANDOFF = "arrow_handoff"
+NULL_SINK = "null_sink"
+FLOORS = (HANDOFF, NULL_SINK)
+"""Plain actions that write nothing: what Spark charges any Python writer before it encodes a byte."""
 
 
 def frame(spark: Any, rows: int) -> Any:
@@ -100,6 +105,7 @@ def plain_writes(spark: Any, root: Path, rows: int) -> dict[str, Callable[[], ob
         "plain_sorted": parquet("plain_sorted", sorted_per_task, "dt", "bucket"),
         "plain_shuffled": parquet("plain_shuffled", shuffled, "dt"),
         HANDOFF: lambda: frame(spark, rows).mapInArrow(_count_rows, "rows long").collect(),
+        NULL_SINK: lambda: frame(spark, rows).write.format(null_sink.NAME).mode("append").save(),
     }
 
 
@@ -114,26 +120,44 @@ def our_writes(spark: Any, url: str, rows: int, suffix: str = "") -> dict[str, C
 
 
 def reads(
-    spark: Any, url: str, files: dict[str, list[str]], suffix: str = ""
+    spark: Any, url: str, files: dict[str, list[tuple[str, int]]], suffix: str = ""
 ) -> dict[str, Callable[[], object]]:
     """Full reads, materialised the same way on both sides: every column of every row goes to Spark's
     `noop` sink (nothing is written, nothing pruned). The plain side reads the files of the table's latest
-    snapshot (`files`: table name -> paths) with `spark.read.parquet`; for the primary-key table it
-    selects the table's columns of them, without merging (its files hold each key once, so the rows are
-    the same)."""
+    snapshot (`files`: table name -> (path, size)) with `spark.read.parquet`; for the primary-key table
+    it selects the table's columns of them, without merging (its files hold each key once, so the rows
+    are the same).
 
-    def ours(table: str) -> Callable[[], object]:
-        return lambda: _noop(spark.read.format(NAME).option("url", url).load(f"bench.{table}{suffix}"))
+    read_append_split reads the append table with `split-size` set as Spark sizes the splits of
+    `spark.read.parquet` (`spark_split_size`): the data source's default (128 MB) packs a small table's
+    files into fewer splits than there are cores."""
+
+    def ours(table: str, **options: str) -> Callable[[], object]:
+        source = spark.read.format(NAME).option("url", url).options(**options)
+        return lambda: _noop(source.load(f"bench.{table}{suffix}"))
 
     def plain(table: str) -> Callable[[], object]:
-        return lambda: _noop(spark.read.parquet(*files[f"{table}{suffix}"]).select(*COLUMNS))
+        paths = [path for path, _ in files[f"{table}{suffix}"]]
+        return lambda: _noop(spark.read.parquet(*paths).select(*COLUMNS))
 
+    split = spark_split_size(
+        [size for _, size in files[f"append{suffix}"]], spark.sparkContext.defaultParallelism
+    )
     return {
         "read_append": ours("append"),
+        "read_append_split": ours("append", **{"split-size": str(split)}),
         "read_append_plain": plain("append"),
         "read_primary_key": ours("primary_key"),
         "read_primary_key_plain": plain("primary_key"),
     }
+
+
+def spark_split_size(sizes: list[int], parallelism: int) -> int:
+    """Spark's split size for reading files of `sizes` (FilePartition.maxSplitBytes): at most
+    spark.sql.files.maxPartitionBytes (128 MB), at least openCostInBytes (4 MB), else the bytes (each
+    file costing 4 MB more) spread over the default parallelism."""
+    open_cost = 4 * 2**20
+    return min(128 * 2**20, max(open_cost, (sum(sizes) + open_cost * len(sizes)) // parallelism))
 
 
 def _noop(df: Any) -> None:

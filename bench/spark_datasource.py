@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.service import CoordinatorProcess, postgres_database
-from bench.spark_cases import FIELDS, HANDOFF, READS, TABLES, WRITES, our_writes, plain_writes, reads
+from bench.spark_cases import FIELDS, FLOORS, READS, TABLES, WRITES, Pair, our_writes, plain_writes, reads
+from bench.spark_null_sink import NullSink
 from bench.spark_report import report
 from bench.spark_timing import StageClock
 from coordinator_client import CoordinatorClient
@@ -57,6 +58,7 @@ def run_spark(root: Path, rows: int, repeats: int = 5) -> dict[str, Any]:
     )
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
+    spark.dataSource.register(NullSink)
     out: dict[str, Any] = {"rows": rows, "repeats": repeats, "load_average_start": os.getloadavg()}
     clock = StageClock(spark)
     try:
@@ -69,15 +71,20 @@ def run_spark(root: Path, rows: int, repeats: int = 5) -> dict[str, Any]:
                 for table in (name, f"{name}_warmup"):
                     client.create_table({"database": "bench", "name": table, "fields": FIELDS, **body})
 
-            def timed(
-                actions: dict[str, Callable[[], object]], names: Sequence[str], coordinator: bool
-            ) -> None:
-                for name in names:
-                    timing = clock.time(actions[name], service.url if coordinator else None)
-                    out.setdefault(name, []).append(timing.as_json())
+            def timed(actions: dict[str, Callable[[], object]], pairs: Sequence[Pair], *extra: str) -> None:
+                """Each pair's plain actions, then ours; a plain action shared by pairs runs once."""
+                done: set[str] = set()
+                for pair in pairs:
+                    for name in (pair.plain, *pair.also, pair.ours):
+                        if name not in done:
+                            done.add(name)
+                            coordinator = name == pair.ours and name in TABLES
+                            timing = clock.time(actions[name], service.url if coordinator else None)
+                            out.setdefault(name, []).append(timing.as_json())
+                for name in extra:
+                    out.setdefault(name, []).append(clock.time(actions[name]).as_json())
 
-            plain = plain_writes(spark, root / "plain", rows)
-            ours = our_writes(spark, service.url, rows)
+            writes = {**plain_writes(spark, root / "plain", rows), **our_writes(spark, service.url, rows)}
             warm_plain = plain_writes(spark, root / "plain-warmup", WARM_UP_ROWS)
             for action in (
                 *warm_plain.values(),
@@ -85,19 +92,15 @@ def run_spark(root: Path, rows: int, repeats: int = 5) -> dict[str, Any]:
             ):
                 action()
             for _ in range(repeats):
-                for pair in WRITES:
-                    timed(plain, [pair.plain, *(a for a in pair.also if a != pair.plain)], coordinator=False)
-                    timed(ours, [pair.ours], coordinator=True)
-                timed(plain, [HANDOFF], coordinator=False)
+                timed(writes, WRITES, *FLOORS)
             shutil.rmtree(root / "plain", ignore_errors=True)
 
-            files = {t: _live_paths(client, f"bench.{t}") for n in TABLES for t in (n, f"{n}_warmup")}
+            files = {t: _live_files(client, f"bench.{t}") for n in TABLES for t in (n, f"{n}_warmup")}
             for action in reads(spark, service.url, files, "_warmup").values():
                 action()
             read_actions = reads(spark, service.url, files)
             for _ in range(repeats):
-                for pair in READS:
-                    timed(read_actions, [pair.plain, pair.ours], coordinator=False)
+                timed(read_actions, READS)
             out["files"] = {t: len(p) for t, p in files.items() if not t.endswith("_warmup")}
             out["rows_read"] = {
                 t: spark.read.format("paimon-coordinator")
@@ -113,8 +116,8 @@ def run_spark(root: Path, rows: int, repeats: int = 5) -> dict[str, Any]:
     return out
 
 
-def _live_paths(client: CoordinatorClient, table: str) -> list[str]:
-    return [f.path for f in client.live_files(table).files]
+def _live_files(client: CoordinatorClient, table: str) -> list[tuple[str, int]]:
+    return [(f.path, f.file_size) for f in client.live_files(table).files]
 
 
 def main(argv: Sequence[str]) -> int:

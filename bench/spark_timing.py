@@ -9,12 +9,16 @@ benchmark cannot time the commit call itself. Instead:
   source the schema, the writer and its coordinator calls), *tasks* (first stage submitted to last stage
   completed) and *after tasks* (the job's commit: for the data source the Python commit worker, the
   commit request and the sweep of its directories; for a plain write Spark's file commit protocol);
+- the CPU seconds of the benchmark's process tree (the driver, Spark's JVM, its Python workers and the
+  coordinator, read from /proc before and after): on a machine other jobs share, wall time stretches
+  with their load, CPU time much less, so the ratio of CPU seconds is the steadier comparison;
 - the coordinator's `/metrics` (`coordinator_commit_phase_seconds_sum{phase="total"}`) gives the time the
   service spent on commits, read before and after the write.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable
@@ -37,6 +41,8 @@ class Timed:
     before_tasks: float
     tasks: float
     after_tasks: float
+    cpu: float = 0.0
+    """CPU seconds the benchmark's process tree spent on the action (`tree_cpu_seconds`)."""
     spark_tasks: int = 0
     """Tasks of the action's stages: how parallel it ran (local[2] runs two at a time)."""
     service_commit: float | None = None
@@ -60,9 +66,11 @@ class StageClock:
         """Run `action` and return its timing; with `metrics_url`, also the coordinator's commit time."""
         known = {s["stageId"] for s in self._stages()}
         commits_before = self._commit_seconds(metrics_url) if metrics_url else 0.0
+        cpu_before = tree_cpu_seconds()
         started = time.time()
         action()
         ended = time.time()
+        cpu = tree_cpu_seconds() - cpu_before
         commits = self._commit_seconds(metrics_url) - commits_before if metrics_url else None
         stages = self._new_stages(known)
         first = min(_epoch(s["submissionTime"]) for s in stages)
@@ -72,6 +80,7 @@ class StageClock:
             before_tasks=max(first - started, 0.0),
             tasks=last - first,
             after_tasks=max(ended - last, 0.0),
+            cpu=cpu,
             spark_tasks=sum(s["numTasks"] for s in stages),
             service_commit=commits,
         )
@@ -101,6 +110,30 @@ class StageClock:
         text = self._http.get(f"{metrics_url}/metrics").text
         found = COMMIT_TOTAL.search(text)
         return float(found.group(1)) if found else 0.0
+
+
+def tree_cpu_seconds(root: int | None = None) -> float:
+    """User + system CPU seconds of process `root` (this one) and all its descendants, with what their
+    exited and reaped children used (Spark's Python daemon forks and reaps workers)."""
+    children: dict[int, list[int]] = {}
+    ticks: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # exited meanwhile
+            continue
+        pid = int(entry)
+        children.setdefault(int(fields[1]), []).append(pid)
+        ticks[pid] = sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+    total, todo = 0, [os.getpid() if root is None else root]
+    while todo:
+        pid = todo.pop()
+        total += ticks.get(pid, 0)
+        todo += children.get(pid, [])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _epoch(text: str) -> float:
