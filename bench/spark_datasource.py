@@ -101,7 +101,11 @@ def run_spark(root: Path, rows: int, repeats: int = 5) -> dict[str, Any]:
             read_actions = reads(spark, service.url, files)
             for _ in range(repeats):
                 timed(read_actions, READS)
-            out["files"] = {t: len(p) for t, p in files.items() if not t.endswith("_warmup")}
+            out["files"] = {
+                t: {"files": len(f), "bytes": sum(size for _, size in f)}
+                for t, f in files.items()
+                if not t.endswith("_warmup")
+            }
             out["rows_read"] = {
                 t: spark.read.format("paimon-coordinator")
                 .option("url", service.url)

@@ -47,9 +47,10 @@ def report(result: Mapping[str, Any]) -> str:
             lines.append(_line(result, floor, _ratios(result, floor, "plain", None)) + "  (ratios: of plain)")
     lines += ["full reads (every column to the noop sink)", *_pairs(result, READS)]
     if "rows_read" in result:
-        lines.append(
-            f"rows read back by the data source: {result['rows_read']}; live files: {result['files']}"
-        )
+        lines.append(f"rows read back by the data source: {result['rows_read']}")
+        for table, files in result["files"].items():
+            if isinstance(files, dict):  # older results hold the count alone
+                lines.append(f"  {table}: {files['files']} live files, {files['bytes'] / 2**20:.1f} MB")
     return "\n".join(lines)
 
 
