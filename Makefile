@@ -49,6 +49,7 @@ examples: install
 	$(PIP) './client[spark]'
 	$(BIN)/python examples/batch_job.py
 	$(BIN)/python examples/compaction_job.py
+	$(BIN)/python examples/changes_job.py
 	$(BIN)/python examples/streaming_job.py
 
 openapi: install

@@ -1,6 +1,8 @@
-"""Batch job: write orders into a primary-key table, update some, delete some, read the table back.
+"""Batch job: write orders into a primary-key table, update some, delete some, read the table back,
+all through Spark's own API and the `paimon-coordinator` data source.
 
 Run against a coordinator (`make serve`): `python examples/batch_job.py [http://127.0.0.1:8080]`.
+With COORDINATOR_TOKEN set, the data source sends it (a writer token).
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from __future__ import annotations
 from _common import coordinator_client, coordinator_url, spark_session
 
 from coordinator_client import CoordinatorClient, NotFound
-from coordinator_client.spark import read, write
+from coordinator_client.spark import NAME, register
 
 TABLE = "sales.orders"
 
@@ -36,6 +38,7 @@ def ensure_table(client: CoordinatorClient) -> None:
 
 def main(url: str) -> int:
     spark = spark_session("orders-batch")
+    register(spark)
     with coordinator_client(url) as client:
         ensure_table(client)
         orders = spark.range(100_000).selectExpr(
@@ -44,22 +47,29 @@ def main(url: str) -> int:
             "'customer-' || (id % 977) as customer",
             "cast((id % 10000) / 100.0 as decimal(10, 2)) as amount",
         )
-        written = write(orders, TABLE, client=client)
-        print(f"wrote 100,000 orders: snapshot {written.snapshots[0].id}")
+        orders.write.format(NAME).option("url", url).mode("append").save(TABLE)
+        print(f"wrote 100,000 orders: snapshot {client.latest_snapshot(TABLE).id}")
 
         corrections = orders.where("order_id % 10 = 0").selectExpr(
             "dt", "order_id", "customer", "amount * 2 as amount"
         )
-        updated = write(corrections, TABLE, client=client)
-        print(f"doubled 10,000 amounts: snapshot {updated.snapshots[0].id}")
+        corrections.write.format(NAME).option("url", url).mode("append").save(TABLE)
+        print(f"doubled 10,000 amounts: snapshot {client.latest_snapshot(TABLE).id}")
 
         cancelled = orders.where("order_id % 100 = 1").select("dt", "order_id")
-        deleted = write(cancelled, TABLE, client=client, mode="delete")
-        print(f"deleted 1,000 orders: snapshot {deleted.snapshots[0].id}")
+        cancelled.write.format(NAME).option("url", url).option("operation", "delete").mode("append").save(
+            TABLE
+        )
+        print(f"deleted 1,000 orders: snapshot {client.latest_snapshot(TABLE).id}")
 
-        table = read(spark, TABLE, client=client)
+        table = spark.read.format(NAME).option("url", url).load(TABLE)
         count = table.count()
         print(f"{TABLE} now holds {count:,} orders")
+        # With filter-pushdown only that partition's files are read (a DataFrame per query: see README).
+        pushing = spark.read.format(NAME).option("url", url).option("filter-pushdown", "true")
+        one_day = pushing.load(TABLE).where("dt = '2026-11-20'").count()
+        first = spark.read.format(NAME).option("url", url).option("snapshot-id", "1").load(TABLE).count()
+        print(f"{one_day:,} of them on 2026-11-20; {first:,} orders at snapshot 1")
         return count
 
 

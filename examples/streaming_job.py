@@ -1,7 +1,8 @@
 """Streaming job: a file source into an append table, exactly once across restarts.
 
-Each micro-batch is one commit: commit user `events-ingest`, identifier = batch id. Run it twice: the
-second run resumes from the checkpoint, and a batch the first run committed is never committed again.
+`df.writeStream.format("paimon-coordinator")`: each micro-batch is one commit, identified by the query's
+checkpoint and the batch id. Run it twice: the second run resumes from the checkpoint, and a batch the
+first run committed is never committed again.
 `python examples/streaming_job.py [http://127.0.0.1:8080]`; it keeps its input and checkpoint in
 ./examples-work.
 """
@@ -15,7 +16,7 @@ import pyarrow.parquet as pq
 from _common import coordinator_client, coordinator_url, spark_session
 
 from coordinator_client import NotFound
-from coordinator_client.spark import read, stream_sink
+from coordinator_client.spark import NAME, register
 
 TABLE = "sales.events"
 
@@ -29,6 +30,7 @@ def main(url: str, work: Path = Path("examples-work")) -> int:
         pq.write_table(pa.table({"id": ids, "kind": ["click"] * 1_000}), source / f"events-{n:09d}.parquet")
 
     spark = spark_session("events-stream")
+    register(spark)
     with coordinator_client(url) as client:
         try:
             client.get_table(TABLE)
@@ -46,13 +48,14 @@ def main(url: str, work: Path = Path("examples-work")) -> int:
             .parquet(str(source))
         )
         query = (
-            events.writeStream.foreachBatch(stream_sink(TABLE, client=client, commit_user="events-ingest"))
+            events.writeStream.format(NAME)
+            .option("url", url)
             .option("checkpointLocation", str(checkpoint))
             .trigger(availableNow=True)
-            .start()
+            .start(TABLE)
         )
         query.awaitTermination()
-        count = read(spark, TABLE, client=client).count()
+        count = spark.read.format(NAME).option("url", url).load(TABLE).count()
         print(f"{TABLE} holds {count:,} events from {len(list(source.glob('*.parquet')))} input files")
         return count
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import string
 import types
 from collections.abc import Iterator
-from typing import Any, Union, get_args, get_origin
+from typing import Any, Literal, Union, get_args, get_origin
 from urllib.parse import quote
 
 import pytest
@@ -61,7 +61,10 @@ ROUTES = dict(_get_routes())
 
 
 def _base_type(annotation: Any) -> type:
-    """int for `int` and `int | None`; the type a parameter parses to."""
+    """int for `int` and `int | None`, str for `Literal["a", "b"]`; the type a parameter parses to."""
+    if get_origin(annotation) is Literal:
+        (kind,) = {type(a) for a in get_args(annotation)}
+        return kind
     if get_origin(annotation) in (Union, types.UnionType):
         (inner,) = [a for a in get_args(annotation) if a is not type(None)]
         return _base_type(inner)

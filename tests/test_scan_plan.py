@@ -18,7 +18,7 @@ from coordinator.services import Services
 from coordinator.storage.fileio import LocalFileIO
 from coordinator.usecases.reads import Reads
 from coordinator.usecases.scan_plan import live_file_model
-from coordinator_client import CoordinatorClient, ServerError
+from coordinator_client import AsyncCoordinatorClient, BadRequest, CoordinatorClient, NotFound, ServerError
 from coordinator_client.format.binary_row import decode_row, encode_row
 from coordinator_client.format.manifest import ManifestFileMeta, decode_manifest, decode_manifest_list
 from coordinator_client.format.snapshot import Snapshot
@@ -136,6 +136,58 @@ def test_the_stream_lists_what_the_in_memory_merge_listed_at_every_snapshot(
     assert Counter(f["partition"]["dt"] for f in latest_files) == {"a": 3, "b": 1, "c": 5}
 
 
+@pytest.mark.parametrize("options", [{}, MERGING], ids=["unmerged", "merged"])
+def test_a_snapshots_delta_is_the_files_it_adds(api: TestClient, options: dict[str, str]) -> None:
+    """scope=delta: what a streaming reader takes of each snapshot. In this history no snapshot deletes a
+    file it adds, so its delta is exactly the files live at it and not at the one before; compaction and
+    overwrite add their one new file, merged manifests (in the base list) add nothing."""
+    table = build_history(api, "delta", options)
+    before: dict[str, dict[str, Any]] = {}
+    for snapshot_id in range(1, 16):
+        live = {f["path"]: f for f in document(api, table.id, snapshot=snapshot_id)["files"]}
+        added = by_path([f for path, f in live.items() if path not in before])
+        assert len(added) == 1  # one file per commit of build_history
+        answer = document(api, table.id, snapshot=snapshot_id, scope="delta")
+        assert answer["snapshotId"] == snapshot_id
+        assert by_path(answer["files"]) == added
+        assert json_lines(api, table.id, snapshot=snapshot_id, scope="delta") == (snapshot_id, added)
+        for dt in ("a", "b", "zz"):
+            only = [f for f in added if f["partition"] == {"dt": dt}]
+            assert (
+                json_lines(api, table.id, snapshot=snapshot_id, scope="delta", partition={"dt": dt})[1]
+                == only
+            )
+        before = live
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_both_clients_list_a_snapshots_added_files(live_server: LiveServer, anyio_backend: str) -> None:
+    with httpx.Client(base_url=live_server.url, timeout=60) as http:
+        table = create_table(http, "db", "t", {"dt": "STRING", "id": "BIGINT"}, partitionKeys=["dt"])
+        first = table.append_file([{"dt": "a", "id": 1}])
+        commit(http, table, [table.message({"dt": "a"}, newFiles=[first])])  # type: ignore[arg-type]
+        second = table.append_file([{"dt": "b", "id": 2}])
+        commit(http, table, [table.message({"dt": "b"}, newFiles=[second])])  # type: ignore[arg-type]
+    with CoordinatorClient(live_server.url, timeout=60) as client:
+        with client.scan_plan(table.id, 2, scope="delta") as plan:
+            assert plan.snapshot_id == 2
+            assert [f.partition for f in plan] == [{"dt": "b"}]
+        assert [f.partition for f in client.live_files(table.id, 1, scope="delta").files] == [{"dt": "a"}]
+        assert len(client.live_files(table.id, 2).files) == 2  # the default scope is unchanged
+        assert client.live_files(table.id, 2, {"dt": "a"}, scope="delta").files == []
+        with pytest.raises(BadRequest) as refused:
+            client.live_files(table.id, scope="delta")
+        assert refused.value.field == "snapshot"
+        with pytest.raises(NotFound):
+            client.live_files(table.id, 3, scope="delta")
+    async with AsyncCoordinatorClient(live_server.url, timeout=60) as aclient:
+        async with await aclient.scan_plan(table.id, 2, scope="delta") as aplan:
+            assert [f.partition async for f in aplan] == [{"dt": "b"}]
+        added = await aclient.live_files(table.id, 1, scope="delta")
+        assert (added.snapshot_id, [f.partition for f in added.files]) == (1, [{"dt": "a"}])
+
+
 class CountingFileIO(LocalFileIO):
     """Local disk that records every path it reads."""
 
@@ -210,6 +262,9 @@ def table_partition(dt: str) -> bytes:
         ({"partition": '["a"]'}, 422, "partition"),
         ({"partition": '{"region": "x"}'}, 422, "partition"),
         ({"partition": '{"dt": 5}'}, 422, "partition"),
+        ({"scope": "changes"}, 422, "scope"),
+        ({"scope": "delta"}, 422, "snapshot"),
+        ({"scope": "delta", "snapshot": "99"}, 404, None),
     ],
 )
 def test_bad_parameters_are_refused_before_the_stream_begins(

@@ -10,7 +10,7 @@ import anyio
 import httpx
 
 from coordinator_client._flows import Api
-from coordinator_client._scan import AsyncScanPlanStream
+from coordinator_client._scan import AsyncScanPlanStream, ScanScope
 from coordinator_client._steps import Flow, Pause, build_request, request_headers
 from coordinator_client.errors import TransportError
 from coordinator_client.models import (
@@ -170,18 +170,28 @@ class AsyncCoordinatorClient:
         return await self._run(self._api.get_snapshot(table_id, snapshot_id))
 
     async def live_files(
-        self, table_id: str, snapshot: int | None = None, partition: Mapping[str, Any] | None = None
+        self,
+        table_id: str,
+        snapshot: int | None = None,
+        partition: Mapping[str, Any] | None = None,
+        *,
+        scope: ScanScope = "all",
     ) -> FileListResponse:
         """See CoordinatorClient.live_files."""
-        async with await self.scan_plan(table_id, snapshot, partition) as plan:
+        async with await self.scan_plan(table_id, snapshot, partition, scope=scope) as plan:
             return FileListResponse(snapshot_id=plan.snapshot_id, files=[f async for f in plan])
 
     async def scan_plan(
-        self, table_id: str, snapshot: int | None = None, partition: Mapping[str, Any] | None = None
+        self,
+        table_id: str,
+        snapshot: int | None = None,
+        partition: Mapping[str, Any] | None = None,
+        *,
+        scope: ScanScope = "all",
     ) -> AsyncScanPlanStream:
         """See CoordinatorClient.scan_plan: `async with await client.scan_plan(...) as plan`, `async for`."""
         return await AsyncScanPlanStream.open(
-            await self._run(self._api.scan_plan(table_id, snapshot, partition))
+            await self._run(self._api.scan_plan(table_id, snapshot, partition, scope))
         )
 
     async def sequence_numbers(

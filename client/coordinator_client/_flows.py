@@ -270,7 +270,11 @@ class Api:
         return (yield from self.call(send, FileListResponse))
 
     def scan_plan(
-        self, table_id: str, snapshot: int | None, partition: Mapping[str, Any] | None
+        self,
+        table_id: str,
+        snapshot: int | None,
+        partition: Mapping[str, Any] | None,
+        scope: str = "all",
     ) -> Flow[httpx.Response]:
         """The scan plan as JSON lines: the answer comes back open, for a ScanPlanStream to read."""
         params: dict[str, str | int] = {}
@@ -278,6 +282,8 @@ class Api:
             params["snapshot"] = snapshot
         if partition is not None:
             params["partition"] = json.dumps(dict(partition), separators=(",", ":"))
+        if scope != "all":  # the default is left out: a service without `scope` answers as before
+            params["scope"] = scope
         path = _path("tables", table_id, "files")
         send = Send("GET", path, params=params, headers={"Accept": JSON_LINES}, stream=True)
         return (yield from self.exchange(send))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from types import TracebackType
+from typing import Literal
 
 import httpx
 from pydantic import ValidationError
@@ -19,6 +20,8 @@ from coordinator_client.errors import StreamCutOff, TransportError, reported_err
 from coordinator_client.models import LiveFileModel, ScanPlanEnd, ScanPlanHeader
 
 JSON_LINES = "application/x-ndjson"
+ScanScope = Literal["all", "delta"]
+"""all: the live files at a snapshot; delta: only the files that snapshot adds (Paimon's ScanMode)."""
 
 
 class ScanLines:

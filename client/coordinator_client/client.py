@@ -17,7 +17,7 @@ import httpx
 
 from coordinator_client._async_client import AsyncCoordinatorClient
 from coordinator_client._flows import Api
-from coordinator_client._scan import ScanPlanStream
+from coordinator_client._scan import ScanPlanStream, ScanScope
 from coordinator_client._steps import Flow, Pause, build_request, request_headers
 from coordinator_client.errors import TransportError
 from coordinator_client.models import (
@@ -212,15 +212,25 @@ class CoordinatorClient:
         return self._run(self._api.get_snapshot(table_id, snapshot_id))
 
     def live_files(
-        self, table_id: str, snapshot: int | None = None, partition: Mapping[str, Any] | None = None
+        self,
+        table_id: str,
+        snapshot: int | None = None,
+        partition: Mapping[str, Any] | None = None,
+        *,
+        scope: ScanScope = "all",
     ) -> FileListResponse:
         """The live data files at `snapshot` (the latest by default), optionally of one partition, all in
-        one list; `scan_plan` hands them over one by one instead."""
-        with self.scan_plan(table_id, snapshot, partition) as plan:
+        one list; `scan_plan` hands them over one by one instead. `scope` as for scan_plan."""
+        with self.scan_plan(table_id, snapshot, partition, scope=scope) as plan:
             return FileListResponse(snapshot_id=plan.snapshot_id, files=list(plan))
 
     def scan_plan(
-        self, table_id: str, snapshot: int | None = None, partition: Mapping[str, Any] | None = None
+        self,
+        table_id: str,
+        snapshot: int | None = None,
+        partition: Mapping[str, Any] | None = None,
+        *,
+        scope: ScanScope = "all",
     ) -> ScanPlanStream:
         """The live data files at `snapshot` (the latest by default), optionally of one partition, streamed:
         the service reads only the manifests that may hold the partition, and neither side holds the
@@ -230,11 +240,15 @@ class CoordinatorClient:
                 pinned = plan.snapshot_id
                 for f in plan: ...
 
+        With `scope="delta"` (and a `snapshot`), only the files that snapshot adds (its delta manifests'
+        ADD entries less the files it deletes again): the changes a streaming reader takes of it.
+
         Raises:
-            NotFound, BadRequest (e.g. an unknown partition key) before the first file; StreamCutOff, an
-            ApiError or a TransportError while iterating when the plan does not arrive whole.
+            NotFound, BadRequest (e.g. an unknown partition key, or scope delta without a snapshot) before
+            the first file; StreamCutOff, an ApiError or a TransportError while iterating when the plan
+            does not arrive whole.
         """
-        return ScanPlanStream(self._run(self._api.scan_plan(table_id, snapshot, partition)))
+        return ScanPlanStream(self._run(self._api.scan_plan(table_id, snapshot, partition, scope)))
 
     def sequence_numbers(
         self, table_id: str, partition: Mapping[str, Any] | None = None

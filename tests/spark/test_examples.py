@@ -1,4 +1,4 @@
-"""The three example jobs run as the README says, against the embedded default (SQLite + local folder)."""
+"""The four example jobs run as the README says, against the embedded default (SQLite + local folder)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def examples() -> Iterator[dict[str, ModuleType]]:
     sys.path.insert(0, str(EXAMPLES))
     try:
-        names = ("batch_job", "streaming_job", "compaction_job")
+        names = ("batch_job", "streaming_job", "compaction_job", "changes_job")
         yield {name: importlib.import_module(name) for name in names}
     finally:
         sys.path.remove(str(EXAMPLES))
@@ -47,6 +47,8 @@ def test_batch_streaming_and_compaction_examples(
     assert examples["batch_job"].main(live_server.url) == 100_000 - 1_000
     assert examples["compaction_job"].main(live_server.url) == 8  # 2 partitions x 4 buckets
     assert pypaimon_table(warehouse, "sales.orders").num_rows == 99_000
+    # The table at snapshot 1, then the 10,000 upserts and 1,000 deletes; the compaction is no change.
+    assert examples["changes_job"].main(live_server.url, tmp_path / "changes") == {"+I": 110_000, "-D": 1_000}
 
     work = tmp_path / "work"
     assert examples["streaming_job"].main(live_server.url, work) == 3_000

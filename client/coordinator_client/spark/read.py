@@ -32,19 +32,24 @@ def read(
     """The table's rows at `snapshot` (the latest by default), optionally of some partitions only (each
     a mapping of partition keys to JSON values, as the coordinator's answers carry them), in the table's
     current schema: `spark.read.format("paimon-coordinator")` with the partitions as a filter."""
-    from coordinator_client.spark.source import NAME, register
+    from coordinator_client.spark.source import NAME, client_options, register
 
     register(spark)
-    options = {"url": client.base_url, "table": table}
-    if client.token is not None:
-        options["token"] = client.token
+    options = {**client_options(client), "parallelism": str(spark.sparkContext.defaultParallelism)}
     if snapshot is not None:
         options["snapshot-id"] = str(snapshot)
-    rows = spark.read.format(NAME).options(**options).load()
     if partitions is None:
-        return rows
+        return spark.read.format(NAME).options(**options).load(table)
     layout = SparkTable.of(client.get_table(table))
-    return rows.where(_in_partitions(layout, partitions))
+    if any(_named_by_all(name, partitions) for name in layout.partition_keys):
+        # Every query on the answer then carries a pushable IN, so Spark plans each one anew (see
+        # batch_read.FilteringTableReader for why a query without one could reuse another's plan).
+        options["filter-pushdown"] = "true"
+    return spark.read.format(NAME).options(**options).load(table).where(_in_partitions(layout, partitions))
+
+
+def _named_by_all(name: str, partitions: Sequence[Mapping[str, Any]]) -> bool:
+    return bool(partitions) and all(p.get(name) is not None for p in partitions)
 
 
 def _in_partitions(layout: SparkTable, partitions: Sequence[Mapping[str, Any]]) -> Column:
@@ -61,7 +66,7 @@ def _in_partitions(layout: SparkTable, partitions: Sequence[Mapping[str, Any]]) 
 
     condition = functools.reduce(operator.or_, map(one, partitions), F.lit(False))
     for name in layout.partition_keys:
-        if partitions and all(name in p and p[name] is not None for p in partitions):
+        if _named_by_all(name, partitions):
             values = {value(name, p[name]) for p in partitions}
             condition = F.col(_quoted(name)).isin(*values) & condition
     return condition

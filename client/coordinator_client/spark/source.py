@@ -58,9 +58,10 @@ class CoordinatorSource(DataSource):
         return spark_schema(read_schema(self._table(), self.options))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        from coordinator_client.spark.batch_read import TableReader
+        from coordinator_client.spark.batch_read import FILTER_PUSHDOWN, FilteringTableReader, TableReader
 
-        return TableReader(self._connection(), self._table(), self.options, schema)
+        reader = FilteringTableReader if flag(self.options, FILTER_PUSHDOWN) else TableReader
+        return reader(self._connection(), self._table(), self.options, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from coordinator_client.spark.batch_write import TableWriter
@@ -101,7 +102,8 @@ def client_options(client: CoordinatorClient) -> dict[str, str]:
 
 
 def register(spark: SparkSession) -> None:
-    """Make `format("paimon-coordinator")` known to `spark` and let its readers take filters, which
-    Spark hands a Python data source only when `spark.sql.python.filterPushdown.enabled` is set."""
+    """Make `format("paimon-coordinator")` known to `spark`, and let readers that ask for filters
+    (option `filter-pushdown`) take them: Spark hands a Python data source filters only when
+    `spark.sql.python.filterPushdown.enabled` is set, and fails a reader that asks without it."""
     spark.conf.set(PUSHDOWN_CONF, "true")
     spark.dataSource.register(CoordinatorSource)

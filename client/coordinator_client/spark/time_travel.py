@@ -17,12 +17,15 @@ from coordinator_client.spark.options import OptionError, optional_int
 SNAPSHOT_ID = "snapshot-id"
 TAG = "tag"
 TIMESTAMP = "timestamp"
+BEFORE_FIRST = 0
+"""The pin of a time before the table's first snapshot: the table was empty then."""
 PAGE = 100
 """Snapshots asked for per request while looking for a timestamp."""
 
 
 def pinned_snapshot(client: CoordinatorClient, table_id: str, options: Mapping[str, str]) -> int | None:
-    """The snapshot the options name, or None for the latest when the read plans.
+    """The snapshot the options name (BEFORE_FIRST: none yet at that time), or None for the latest when
+    the read plans.
 
     Raises:
         OptionError: more than one of the options, a malformed value, or a snapshot, tag or time the
@@ -57,7 +60,7 @@ def epoch_millis(text: str) -> int:
     if text.isdigit():
         return int(text)
     try:
-        moment = datetime.fromisoformat(text)
+        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
     except ValueError:
         raise OptionError(
             TIMESTAMP, f"expected epoch milliseconds or an ISO-8601 time, got {text!r}"
@@ -67,8 +70,8 @@ def epoch_millis(text: str) -> int:
     return int(moment.timestamp() * 1000)
 
 
-def snapshot_at(client: CoordinatorClient, table_id: str, millis: int) -> int | None:
-    """The newest snapshot committed at or before `millis` (None: the table was still empty then).
+def snapshot_at(client: CoordinatorClient, table_id: str, millis: int) -> int:
+    """The newest snapshot committed at or before `millis` (BEFORE_FIRST: the table was empty then).
 
     Pages through the snapshots newest first, PAGE at a time: the cost grows with the number of
     snapshots committed after `millis` (one request per PAGE of them), not with the table's history.
@@ -91,7 +94,7 @@ def snapshot_at(client: CoordinatorClient, table_id: str, millis: int) -> int | 
             break
         before = oldest.id
     if oldest is None or oldest.id == 1:
-        return None  # no snapshot yet, or the time is before the table's first commit: empty
+        return BEFORE_FIRST  # no snapshot yet, or a time before the table's first commit
     raise OptionError(
         TIMESTAMP,
         f"{table_id}'s earliest kept snapshot {oldest.id} was committed at {oldest.time_millis} ms, "

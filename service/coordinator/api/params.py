@@ -8,7 +8,7 @@ not fit their columns: PostgreSQL a BIGINT beyond 2^63-1 or a text holding NUL, 
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import Header, Path, Query
 
@@ -52,6 +52,14 @@ BeforeSnapshot = Annotated[
 AtSnapshot = Annotated[
     int | None, Query(ge=1, le=INT64_MAX, description="the snapshot to read; the latest when absent")
 ]
+ScanScope = Annotated[
+    Literal["all", "delta"],
+    Query(
+        description="all: the live files at the snapshot; delta: only the files the snapshot itself adds "
+        "(its delta manifests' ADD entries less the files it deletes again), which needs `snapshot`"
+    ),
+]
+"""Named after Paimon's ScanMode (ALL, DELTA): what a streaming reader asks of each new snapshot."""
 PartitionFilter = Annotated[
     str | None,
     Query(

@@ -17,6 +17,7 @@ from coordinator.api.params import (
     BeforeSnapshot,
     PageLimit,
     PartitionFilter,
+    ScanScope,
     SnapshotId,
     TableId,
 )
@@ -93,15 +94,17 @@ def live_files(
     services: ServicesDep,
     snapshot: AtSnapshot = None,
     partition: PartitionFilter = None,
+    scope: ScanScope = "all",
     accept: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> StreamingResponse:
     """The live data files at a snapshot (the latest by default): a reader's scan plan, streamed.
 
     With `partition`, only manifests whose partition statistics may hold it are read. The answer is
     produced while the manifests are read, so any table size costs the service the same memory; pin
-    `snapshot` to the id of a first answer to read the same plan again.
+    `snapshot` to the id of a first answer to read the same plan again. With `scope=delta` (and
+    `snapshot`), only the files that snapshot adds: a streaming reader's changes of one snapshot.
     """
-    plan = services.reads.files(table_id, snapshot, partition)
+    plan = services.reads.files(table_id, snapshot, partition, scope)
     if wants_json_lines(accept):
         return StreamingResponse(json_lines(plan), media_type=JSON_LINES)
     return StreamingResponse(json_document(plan), media_type="application/json")

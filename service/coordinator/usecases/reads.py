@@ -78,18 +78,26 @@ class Reads:
         snapshot = self.snapshot(table_id, snapshot_id)
         return snapshot, ManifestStore.for_table(self._fileio, table).scan(snapshot)
 
-    def files(self, table_id: str, snapshot_id: int | None, partition: str | None) -> ScanPlan:
+    def files(
+        self, table_id: str, snapshot_id: int | None, partition: str | None, scope: str = "all"
+    ) -> ScanPlan:
         """The live data files at a snapshot (a reader's scan plan), optionally of one partition: planned
         now (manifest lists read and pruned by the partition, DELETE entries noted), files read as the
-        plan is iterated.
+        plan is iterated. With `scope` "delta", only the files that snapshot adds (scan_plan.plan); the
+        snapshot must then be named, as "the latest" would race with the next commit.
 
         Raises:
-            TableNotFound, SnapshotNotFound, InvalidRequest (a bad `partition`).
+            TableNotFound, SnapshotNotFound, InvalidRequest (a bad `partition`; `scope` delta without
+            `snapshot`).
         """
         table = self._tables.get(table_id)
         target = _partition_filter(table, partition)
+        delta = scope == "delta"
+        if delta and snapshot_id is None:
+            raise InvalidRequest("scope=delta needs the snapshot whose added files to list", field="snapshot")
         snapshot = self._snapshot_or_none(table_id, snapshot_id)
-        return plan_scan(self._fileio, table, snapshot, target.spec if target is not None else None)
+        spec = target.spec if target is not None else None
+        return plan_scan(self._fileio, table, snapshot, spec, delta=delta)
 
     def _snapshot_or_none(self, table_id: str, snapshot_id: int | None) -> Snapshot | None:
         """The snapshot asked for; the latest when None, and None if the table has none yet."""

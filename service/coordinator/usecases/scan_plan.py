@@ -68,15 +68,24 @@ class ScanPlan:
 
 
 def plan(
-    fileio: FileIO, table: Table, snapshot: Snapshot | None, spec: Mapping[int, object] | None
+    fileio: FileIO,
+    table: Table,
+    snapshot: Snapshot | None,
+    spec: Mapping[int, object] | None,
+    *,
+    delta: bool = False,
 ) -> ScanPlan:
     """Read the manifest lists of `snapshot` (None: the table has none yet), prune them by `spec` and note
-    the DELETE entries of the manifests left; the ADD entries are read later, by ScanPlan.files."""
+    the DELETE entries of the manifests left; the ADD entries are read later, by ScanPlan.files.
+
+    With `delta`, only the snapshot's delta manifest list is read: the files the snapshot itself adds,
+    less those its own DELETE entries remove again (what a streaming reader takes of each new snapshot).
+    """
     if snapshot is None:
         return ScanPlan(table, fileio, None, (), Deletions(), spec)
-    metas = read_manifest_list(fileio, table, snapshot.base_manifest_list) + read_manifest_list(
-        fileio, table, snapshot.delta_manifest_list
-    )
+    metas = read_manifest_list(fileio, table, snapshot.delta_manifest_list)
+    if not delta:
+        metas = read_manifest_list(fileio, table, snapshot.base_manifest_list) + metas
     shape = table.shape
     kept = tuple(
         (index, meta)
