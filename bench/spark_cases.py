@@ -54,7 +54,6 @@ WRITES = (
 )
 READS = (
     Pair("read_append", "read_append_plain", 1.2),
-    Pair("read_append_split", "read_append_plain", None),
     Pair("read_primary_key", "read_primary_key_plain", None),
 )
 HANDOFF = "arrow_handoff"
@@ -126,38 +125,23 @@ def reads(
     `noop` sink (nothing is written, nothing pruned). The plain side reads the files of the table's latest
     snapshot (`files`: table name -> (path, size)) with `spark.read.parquet`; for the primary-key table
     it selects the table's columns of them, without merging (its files hold each key once, so the rows
-    are the same).
+    are the same). Ours takes the data source's defaults (its `parallelism` is the driver's core count,
+    as Spark's default parallelism on local[2])."""
 
-    read_append_split reads the append table with `split-size` set as Spark sizes the splits of
-    `spark.read.parquet` (`spark_split_size`): the data source's default (128 MB) packs a small table's
-    files into fewer splits than there are cores."""
-
-    def ours(table: str, **options: str) -> Callable[[], object]:
-        source = spark.read.format(NAME).option("url", url).options(**options)
+    def ours(table: str) -> Callable[[], object]:
+        source = spark.read.format(NAME).option("url", url)
         return lambda: _noop(source.load(f"bench.{table}{suffix}"))
 
     def plain(table: str) -> Callable[[], object]:
         paths = [path for path, _ in files[f"{table}{suffix}"]]
         return lambda: _noop(spark.read.parquet(*paths).select(*COLUMNS))
 
-    split = spark_split_size(
-        [size for _, size in files[f"append{suffix}"]], spark.sparkContext.defaultParallelism
-    )
     return {
         "read_append": ours("append"),
-        "read_append_split": ours("append", **{"split-size": str(split)}),
         "read_append_plain": plain("append"),
         "read_primary_key": ours("primary_key"),
         "read_primary_key_plain": plain("primary_key"),
     }
-
-
-def spark_split_size(sizes: list[int], parallelism: int) -> int:
-    """Spark's split size for reading files of `sizes` (FilePartition.maxSplitBytes): at most
-    spark.sql.files.maxPartitionBytes (128 MB), at least openCostInBytes (4 MB), else the bytes (each
-    file costing 4 MB more) spread over the default parallelism."""
-    open_cost = 4 * 2**20
-    return min(128 * 2**20, max(open_cost, (sum(sizes) + open_cost * len(sizes)) // parallelism))
 
 
 def _noop(df: Any) -> None:

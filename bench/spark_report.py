@@ -21,7 +21,6 @@ LABELS = {
     "primary_key": "data source: primary key, by dt, 4 buckets",
     "read_append_plain": "spark.read.parquet(its files)",
     "read_append": "data source: append table",
-    "read_append_split": "data source: append table, split-size as Spark's",
     "read_primary_key_plain": "spark.read.parquet(its files), no merge",
     "read_primary_key": "data source: primary key (merge on read)",
 }
