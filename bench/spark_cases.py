@@ -57,6 +57,8 @@ READS = (
     Pair("read_primary_key", "read_primary_key_plain", None),
 )
 HANDOFF = "arrow_handoff"
+READ_FLOOR = "read_null"
+"""A Python data source read of rows it already holds (bench-null): what Spark charges any Python reader."""
 NULL_SINK = "null_sink"
 FLOORS = (HANDOFF, NULL_SINK)
 """Plain actions that write nothing: what Spark charges any Python writer before it encodes a byte."""
@@ -119,7 +121,7 @@ def our_writes(spark: Any, url: str, rows: int, suffix: str = "") -> dict[str, C
 
 
 def reads(
-    spark: Any, url: str, files: dict[str, list[tuple[str, int]]], suffix: str = ""
+    spark: Any, url: str, files: dict[str, list[tuple[str, int]]], rows: int, suffix: str = ""
 ) -> dict[str, Callable[[], object]]:
     """Full reads, materialised the same way on both sides: every column of every row goes to Spark's
     `noop` sink (nothing is written, nothing pruned). The plain side reads the files of the table's latest
@@ -141,6 +143,7 @@ def reads(
         "read_append_plain": plain("append"),
         "read_primary_key": ours("primary_key"),
         "read_primary_key_plain": plain("primary_key"),
+        READ_FLOOR: lambda: _noop(spark.read.format(null_sink.NAME).option("rows", str(rows)).load()),
     }
 
 

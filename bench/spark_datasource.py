@@ -24,7 +24,18 @@ from pathlib import Path
 from typing import Any
 
 from bench.service import CoordinatorProcess, postgres_database
-from bench.spark_cases import FIELDS, FLOORS, READS, TABLES, WRITES, Pair, our_writes, plain_writes, reads
+from bench.spark_cases import (
+    FIELDS,
+    FLOORS,
+    READ_FLOOR,
+    READS,
+    TABLES,
+    WRITES,
+    Pair,
+    our_writes,
+    plain_writes,
+    reads,
+)
 from bench.spark_null_sink import NullSink
 from bench.spark_report import report
 from bench.spark_timing import StageClock
@@ -96,11 +107,11 @@ def run_spark(root: Path, rows: int, repeats: int = 5) -> dict[str, Any]:
             shutil.rmtree(root / "plain", ignore_errors=True)
 
             files = {t: _live_files(client, f"bench.{t}") for n in TABLES for t in (n, f"{n}_warmup")}
-            for action in reads(spark, service.url, files, "_warmup").values():
+            for action in reads(spark, service.url, files, WARM_UP_ROWS, "_warmup").values():
                 action()
-            read_actions = reads(spark, service.url, files)
+            read_actions = reads(spark, service.url, files, rows)
             for _ in range(repeats):
-                timed(read_actions, READS)
+                timed(read_actions, READS, READ_FLOOR)
             out["files"] = {
                 t: {"files": len(f), "bytes": sum(size for _, size in f)}
                 for t, f in files.items()

@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from bench.spark_cases import FLOORS, HANDOFF, NULL_SINK, READS, WRITES, Pair
+from bench.spark_cases import FLOORS, HANDOFF, NULL_SINK, READ_FLOOR, READS, WRITES, Pair
 
 LABELS = {
     "plain": "df.write.parquet",
@@ -16,6 +16,7 @@ LABELS = {
     "plain_shuffled": "repartition(4, dt, id) + sort, by dt",
     HANDOFF: "mapInArrow counting rows (Arrow hand-off)",
     NULL_SINK: "a data source writer counting rows (bench-null)",
+    READ_FLOOR: "a data source reader of rows in memory (bench-null)",
     "append": "data source: append table",
     "append_partitioned": "data source: append table by dt",
     "primary_key": "data source: primary key, by dt, 4 buckets",
@@ -45,6 +46,9 @@ def report(result: Mapping[str, Any]) -> str:
         if floor in result:  # bench-null is newer than some saved results
             lines.append(_line(result, floor, _ratios(result, floor, "plain", None)) + "  (ratios: of plain)")
     lines += ["full reads (every column to the noop sink)", *_pairs(result, READS)]
+    if READ_FLOOR in result:
+        ratios = _ratios(result, READ_FLOOR, "read_append_plain", None)
+        lines.append(_line(result, READ_FLOOR, ratios) + "  (ratios: of spark.read.parquet, append)")
     if "rows_read" in result:
         lines.append(f"rows read back by the data source: {result['rows_read']}")
         for table, files in result["files"].items():
