@@ -27,8 +27,8 @@ from bench.data import FULL, PARTITIONS, QUICK, Counts
 from bench.procs import exit_on_sigterm, progress, run_isolated
 from bench.report import breakdown, pypaimon_notes, render, rows_for
 from bench.service import CoordinatorProcess, postgres_database, sqlite_url
-from bench.spark_write import report as spark_report
-from bench.spark_write import run_spark
+from bench.spark_datasource import run_spark
+from bench.spark_report import report as spark_report
 
 DATABASES = ("sqlite", "postgres")
 BUSY_LOAD = 1.5
