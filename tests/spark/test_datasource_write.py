@@ -138,7 +138,7 @@ def test_a_primary_key_table_written_updated_deleted_overwritten_and_compacted(
     assert data_files_on_storage(location) == data_files_referenced(client, table)
 
 
-def test_an_append_table_appended_overwritten_statically_and_dynamically(
+def test_an_append_table_appended_overwritten_and_compacted(
     spark: SparkSession, live_server: LiveServer, client: CoordinatorClient, warehouse_location: str
 ) -> None:
     table = create_table(client, "ds", "events", FIELDS, partitionKeys=["dt"]).id
@@ -159,9 +159,14 @@ def test_an_append_table_appended_overwritten_statically_and_dynamically(
     model = pd.concat([model[model["dt"] != DAYS[2]], dynamic])
     _check(writer, warehouse_location, model, 4, "dynamic overwrite")
 
+    answer = compact(spark, table, client=client)
+    assert answer is not None
+    assert [s.commit_kind for s in answer.snapshots] == ["COMPACT"]
+    _check(writer, warehouse_location, model, 5, "compaction")
+
     everything = _rows(np.arange(40_000, 40_010), "all-")
     writer.save(_sliced(spark, _table(everything), 1), "overwrite")
-    _check(writer, warehouse_location, everything, 5, "whole-table overwrite")
+    _check(writer, warehouse_location, everything, 6, "whole-table overwrite")
     # Append files are numbered per bucket without overlap, continuing after the live ones.
     files = client.live_files(table).files
     by_bucket: dict[str, list[tuple[int, int]]] = {}
