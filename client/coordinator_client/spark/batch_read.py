@@ -31,7 +31,7 @@ import pyarrow as pa
 from coordinator_client.format.memory_size import parse_memory_size
 from coordinator_client.models import LiveFileModel
 from coordinator_client.spark.evolution import FileSchemas
-from coordinator_client.spark.file_reads import for_spark, spark_arrow_schema
+from coordinator_client.spark.file_reads import for_spark, inserts, spark_arrow_schema
 from coordinator_client.spark.filters import Pushdown
 from coordinator_client.spark.layout import SparkTable
 from coordinator_client.spark.options import Connection, OptionError, flag, optional_int
@@ -52,7 +52,6 @@ PARALLELISM = "parallelism"
 """At least how many tasks a small append table's read is spread over, as Spark's defaultParallelism
 does for `spark.read.parquet`; the driver's cores by default (the planning worker cannot ask Spark; in
 local mode that is the same number). `read()` passes Spark's own."""
-INSERT_KIND = "+I"
 
 log = logging.getLogger(__name__)
 if log.level == logging.NOTSET:
@@ -129,8 +128,7 @@ class TableReader(DataSourceReader):
         schemas = FileSchemas.load(self.layout, {f.schema_id for f in partition.files})
         for rows in read_split(partition, schemas):
             if self.rowkind:
-                kinds = pa.array([INSERT_KIND] * rows.num_rows, pa.string())
-                rows = rows.add_column(0, ROWKIND, kinds)
+                rows = rows.add_column(0, ROWKIND, inserts(rows.num_rows))
             yield from for_spark(rows, target).to_batches(max_chunksize=BATCH_ROWS)
 
 

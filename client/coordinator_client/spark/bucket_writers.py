@@ -35,16 +35,17 @@ class _Buffered:
 
 
 class BucketWriters:
-    """The files one task writes. `first_sequence` (primary-key tables) maps a bucket directory to the
-    number of the task's first row in it; None for append tables, whose numbers the driver assigns."""
+    """The files one task writes. `numbering` (primary-key tables): each bucket directory's next sequence
+    number and this task's offset, the number of its first row in a bucket being their sum (0 + offset
+    for a bucket with no live file); None for append tables, whose numbers the driver assigns."""
 
     def __init__(
-        self, layout: SparkTable, prefix: str, kind: int, first_sequence: Mapping[str, int] | None
+        self, layout: SparkTable, prefix: str, kind: int, numbering: tuple[Mapping[str, int], int] | None
     ) -> None:
         self.layout = layout
         self.prefix = prefix
         self.kind = kind
-        self.first_sequence = first_sequence
+        self.numbering = numbering
         self.fs, self.root = layout.filesystem()
         self.limit = parse_memory_size(layout.schema.options.get("write-buffer-size", DEFAULT_WRITE_BUFFER))
         self._appending: dict[Group, RollingFileWriter] = {}
@@ -59,7 +60,7 @@ class BucketWriters:
             return
         rows = conform(self.layout, batch)
         for group, part in groups(self.layout, rows, buckets(self.layout, rows)):
-            if self.first_sequence is None:
+            if self.numbering is None:
                 self._append(group, part)
             else:
                 self._buffer(group, part)
@@ -91,10 +92,10 @@ class BucketWriters:
         writer.write(part)
 
     def _buffer(self, group: Group, part: pa.Table) -> None:
-        assert self.first_sequence is not None
+        assert self.numbering is not None
         if group not in self._next:
-            directory = self.layout.bucket_path(group[0], group[1])
-            self._next[group] = self.first_sequence[directory]
+            next_sequence, offset = self.numbering
+            self._next[group] = next_sequence.get(self.layout.bucket_path(group[0], group[1]), 0) + offset
         numbered = with_system_columns(self.layout, part, self._next[group], self.kind)
         self._next[group] += part.num_rows
         buffered = self._buffered.setdefault(group, _Buffered())

@@ -23,7 +23,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -36,7 +35,7 @@ from coordinator_client.client import CoordinatorClient
 from coordinator_client.errors import BadRequest, NotFound
 from coordinator_client.models import LiveFileModel
 from coordinator_client.spark.evolution import FileSchemas
-from coordinator_client.spark.file_reads import for_spark, spark_arrow_schema
+from coordinator_client.spark.file_reads import for_spark, inserts, kinds_as_written, spark_arrow_schema
 from coordinator_client.spark.layout import VALUE_KIND, SparkTable
 from coordinator_client.spark.options import Connection, OptionError, flag
 from coordinator_client.spark.row_groups import read_split
@@ -53,8 +52,6 @@ from coordinator_client.spark.stream_start import (
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-KIND_NAMES = pa.array(["+I", "-U", "+U", "-D"])
-"""Paimon's RowKind byte (_VALUE_KIND) as the index of its short string."""
 CONSUMER_ATTEMPTS = 3
 """Tries to register a new consumer at the start position while expiration moves the earliest snapshot."""
 
@@ -169,15 +166,7 @@ class ChangeReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         as_written = layout.has_primary_key and not partition.merge
         for rows in read_split(partition, schemas):
             if ROWKIND in self.target.names:
-                rows = rows.append_column(ROWKIND, _kinds(rows) if as_written else _inserts(rows))
+                rows = rows.append_column(
+                    ROWKIND, kinds_as_written(rows[VALUE_KIND]) if as_written else inserts(rows.num_rows)
+                )
             yield from for_spark(rows, self.target).to_batches()
-
-
-def _kinds(rows: pa.Table) -> pa.ChunkedArray:
-    """Each primary-key row's kind as Paimon wrote it."""
-    return pc.take(KIND_NAMES, rows[VALUE_KIND].cast(pa.int32()))
-
-
-def _inserts(rows: pa.Table) -> pa.Array:
-    """Rows of an append table, or of a merged full table read: all inserts."""
-    return pa.array(["+I"] * rows.num_rows, pa.string())

@@ -128,7 +128,12 @@ class WriteJob:
 
         context = TaskContext.get()
         partition = context.partitionId() if context is not None else 0
-        writers = BucketWriters(self.layout, self.prefix, self.kind, self._first_sequence(partition))
+        # Primary-key rows are numbered from each bucket's next number plus this task's share; append
+        # files are numbered by the driver at the commit.
+        numbering = (
+            (self.next_sequence, partition * TASK_SEQUENCE_STRIDE) if self.layout.has_primary_key else None
+        )
+        writers = BucketWriters(self.layout, self.prefix, self.kind, numbering)
         try:
             for batch in batches:
                 writers.add(batch)
@@ -136,13 +141,6 @@ class WriteJob:
         except BaseException:
             writers.abort()
             raise
-
-    def _first_sequence(self, partition: int) -> dict[str, int] | None:
-        """Where each bucket's numbers start for this task's rows (primary-key tables only)."""
-        if not self.layout.has_primary_key:
-            return None
-        offset = partition * TASK_SEQUENCE_STRIDE
-        return _OffsetSequence(self.next_sequence, offset)
 
     # ------------------------------------------------------------------ on the driver
 
@@ -183,17 +181,6 @@ class WriteJob:
             marker.clear()
             return
         sweep(self.layout, self.prefix, keep=(), directories=None)
-
-
-class _OffsetSequence(dict[str, int]):
-    """Each bucket's first sequence number for one task: the bucket's next number plus the task's offset."""
-
-    def __init__(self, next_sequence: Mapping[str, int], offset: int) -> None:
-        super().__init__({d: n + offset for d, n in next_sequence.items()})
-        self.offset = offset
-
-    def __missing__(self, directory: str) -> int:
-        return self.offset
 
 
 @dataclass(frozen=True)
