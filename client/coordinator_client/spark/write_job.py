@@ -154,11 +154,11 @@ class WriteJob:
             WriteOutcomeUnknown: nobody could say whether the commit stands; the files were kept.
         """
         files = [f for r in reports if isinstance(r, FilesWritten) for f in r.files]
-        _CommitMarker(self.prefix).set()
         if not self.layout.has_primary_key:
             files = _number_append_files(files, self.next_sequence)
         if not files and self.overwrite is None:
-            return
+            return  # nothing to commit (an empty micro-batch, say): no marker to leave behind
+        _CommitMarker(self.prefix).set()
         request = CommitRequest.model_validate(
             {
                 "commitUser": self.commit_user,
