@@ -169,8 +169,7 @@ class Committer:
         started = time.perf_counter()
         resolved: ResolvedCommittable | None = None
         try:
-            table = self._tables.get(table_id)
-            resolved, proposed = intake(table, self._clock.local_millis())
+            table, resolved, proposed = self._intake(table_id, intake)
             response = self._commit(table, intake, resolved, proposed, key, started)
         except CommitConflict as rejected:
             self._events.answered(table_id, who, resolved, "rejected", conflict=rejected.conflict)
@@ -196,6 +195,21 @@ class Committer:
                 log.exception("retention after a commit to %s failed; the commit stands", table.id)
                 self._metrics.post_commit_failures.labels("retention").inc()
         return response
+
+    def _intake(
+        self, table_id: str, intake: Intake
+    ) -> tuple[Table, ResolvedCommittable, ProposedSnapshot | None]:
+        """The committable checked against this process's copy of the table, without a database read: the
+        hold checks the table's version again and resolves it anew if the table moved. Only a rejection
+        is checked against the table as it is now, so a stale copy never turns a valid commit away."""
+        table = self._tables.cached(table_id)
+        try:
+            return table, *intake(table, self._clock.local_millis())
+        except InvalidRequest:
+            current = self._tables.get(table_id)
+            if version_of(current) == version_of(table):
+                raise
+            return current, *intake(current, self._clock.local_millis())
 
     def in_flight(self) -> list[InFlightCommitModel]:
         """The commits this instance is working on, oldest first, with the phase each is in."""
@@ -291,7 +305,7 @@ class Committer:
             table, context, unpublished = current_context(
                 self._engine, self._tables, self._states, table, group
             )
-            state, lost = self.publication.catch_up(table, context.latest_snapshot_id, unpublished)
+            state, lost = self.publication.catch_up(table, context, unpublished)
         # An acknowledged commit an outside writer overwrote goes first: its rows come back at once.
         reapplied = [reapplying(table, resolved) for resolved in lost]
         group = reapplied + group

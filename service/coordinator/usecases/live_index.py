@@ -72,9 +72,19 @@ class LiveIndex:
         return live
 
     def catch_up(
-        self, table: Table, latest: int, load: Callable[[int], Snapshot], manifests: ManifestStore
+        self,
+        table: Table,
+        latest: int,
+        load: Callable[[int], Snapshot],
+        manifests: ManifestStore,
+        *,
+        indexed_at: int | None = None,
     ) -> None:
-        """Under the table's lock: bring the index to snapshot `latest`."""
+        """Under the table's lock: bring the index to snapshot `latest`.
+
+        `indexed_at`: where the caller read the index to stand under this lock, sparing that read."""
+        if indexed_at == latest:
+            return
         # Nearly always current: one read, no write transaction, on the commit path.
         with read_only(self._engine) as conn:
             if index.index_snapshot(conn, table.id) == latest:

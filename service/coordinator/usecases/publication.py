@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from sqlalchemy import Engine
 
 from coordinator.db import repositories as repo
-from coordinator.db.engine import autocommit
+from coordinator.db.engine import autocommit, read_only
 from coordinator.db.repositories import live_files as index
 from coordinator.domain.committable import ResolvedCommittable
 from coordinator.observability.metrics import Metrics
@@ -44,6 +44,13 @@ from coordinator.usecases.tables import Table, Tables
 from coordinator_client.format.snapshot import LATEST, Snapshot, format_hint
 
 log = logging.getLogger(__name__)
+
+
+class _ReadIt:
+    """Passed for a recorded snapshot text the callee is to read itself."""
+
+
+_READ_IT = _ReadIt()
 
 
 class SnapshotTaken(Exception):
@@ -76,12 +83,16 @@ class Publication:
         self._metrics = metrics
 
     def catch_up(
-        self, table: Table, latest: int, unpublished: Sequence[repo.StoredSnapshot]
+        self, table: Table, context: repo.GroupContext, unpublished: Sequence[repo.StoredSnapshot]
     ) -> tuple[TableState, list[ResolvedCommittable]]:
         """Under the lock: publish what a crash left unpublished, take back an overwritten head, adopt
         outside snapshots, and bring the in-memory state and the live-file index up to the table's head.
 
+        `context` is what the group read of the table under the lock; its head and index position spare
+        the commit path a read of each.
+
         Returns the state and the committables to apply again (those of an overwritten head)."""
+        latest = context.latest_snapshot_id
         files = [SnapshotFile(s.snapshot_id, s.body) for s in unpublished]
         if files:
             try:
@@ -92,25 +103,29 @@ class Publication:
                 self.forget_taken(table, taken.snapshot_id)
                 latest = taken.snapshot_id - 1
                 files = [f for f in files if f.id < taken.snapshot_id]
-        lost = self.take_back_overwritten(table, latest)
+        # With nothing published just now, the head is the one the context read, and so is its text.
+        overwritten = self._overwritten(table, latest, context.head_body if not files else _READ_IT)
+        lost = self._take_back(table, latest, overwritten) if overwritten is not None else []
         latest = self._adopt_outside_snapshots(table, latest)
         loader = SnapshotLoader(self._fileio, table, {f.id: f.body for f in files})
         state = self._states.at(table, latest, loader)
-        self._live_index.catch_up(table, latest, loader, state.manifests)
+        # The index position read with the context holds while the head is still the one read with it.
+        unmoved = not files and overwritten is None and latest == context.latest_snapshot_id
+        indexed_at = context.indexed_at if unmoved else None
+        self._live_index.catch_up(table, latest, loader, state.manifests, indexed_at=indexed_at)
         return state, lost
 
     def head_overwritten(self, table: Table, latest: int) -> bool:
         """Whether snapshot `latest` on storage is not the one recorded (read-only: the periodic check)."""
         return self._overwritten(table, latest) is not None
 
-    def take_back_overwritten(self, table: Table, latest: int) -> list[ResolvedCommittable]:
+    def _take_back(
+        self, table: Table, latest: int, found: tuple[Snapshot, SnapshotFile]
+    ) -> list[ResolvedCommittable]:
         """Under the lock: when an outside writer overwrote published snapshot `latest`, record its
         snapshot under that id instead (table size moved by both deltas, index rebuilt by the next commit).
         When the lost one was a commit of ours, mark it `overwritten` and return its changes to apply
         again on top; one we had adopted from another outside writer is theirs to redo ([])."""
-        found = self._overwritten(table, latest)
-        if found is None:
-            return []
         ours, theirs = found
         assert theirs.snapshot is not None  # read from its text
         our_delta = delta_on_storage(self._fileio, table, ours)
@@ -153,21 +168,28 @@ class Publication:
         )
         return [reapplication(self._fileio, table, ours)]
 
-    def _overwritten(self, table: Table, latest: int) -> tuple[Snapshot, SnapshotFile] | None:
-        """(ours as recorded, theirs as on storage) when published snapshot `latest` differs on storage."""
+    def _overwritten(
+        self, table: Table, latest: int, recorded: str | _ReadIt | None = _READ_IT
+    ) -> tuple[Snapshot, SnapshotFile] | None:
+        """(ours as recorded, theirs as on storage) when published snapshot `latest` differs on storage.
+
+        `recorded` is the text recorded for `latest` if published (None: not published), when the caller
+        read it already."""
         if latest == 0:
             return None
-        with self._engine.connect() as conn:
-            recorded = repo.get_snapshot(conn, table.id, latest)
-        if recorded is None or not recorded.published:
+        if isinstance(recorded, _ReadIt):
+            with read_only(self._engine) as conn:
+                row = repo.get_snapshot(conn, table.id, latest)
+            recorded = row.body if row is not None and row.published else None
+        if recorded is None:
             return None
         try:
             stored = self._fileio.read(table.layout.snapshot(latest)).decode()
         except FileNotFoundError:
             return None  # expired or rolled back by someone else: not an overwrite
-        if stored == recorded.body:
+        if stored == recorded:
             return None
-        return Snapshot.from_json(recorded.body), SnapshotFile.read(stored)
+        return Snapshot.from_json(recorded), SnapshotFile.read(stored)
 
     def publish(self, table: Table, files: Sequence[SnapshotFile]) -> None:
         """Write snapshot files and the LATEST hint, then mark them published."""

@@ -114,6 +114,17 @@ class Tables:
             return cached
         return self._load(table_id)
 
+    def cached(self, table_id: str) -> Table:
+        """The table as this process last saw it, without asking the database when it is cached.
+
+        Only for callers that check the version again before it matters: a commit re-reads the table's
+        row under its lock (Committer._decide) and resolves its committable again when the version moved.
+
+        Raises:
+            TableNotFound: not cached, and no such table.
+        """
+        return self._cache.get(table_id) or self._load(table_id)
+
     def refresh(self, table_id: str) -> Table:
         """The table as the database has it now, read whole (another process may have changed it).
 

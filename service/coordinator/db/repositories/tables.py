@@ -237,6 +237,10 @@ class GroupContext:
     """Commits of the group already committed, by (commitUser, identifier)."""
     by_idempotency_key: dict[str, StoredCommit]
     """Recorded answers for the group's Idempotency-Keys."""
+    head_body: str | None = None
+    """The recorded text of the latest snapshot if it is published (what storage should hold)."""
+    indexed_at: int | None = None
+    """The snapshot the live-file index stands at."""
 
     def recorded(self, key: tuple[str, int], idempotency_key: str | None) -> StoredCommit | None:
         """The recorded answer for this request: its Idempotency-Key's first, then its commit's."""
@@ -261,6 +265,18 @@ def group_context(
     )
     if idempotency_keys:
         decided = or_(decided, commits.c.idempotency_key.in_(idempotency_keys))
+    head_body = (
+        select(SnapshotRow.body)
+        .where(
+            SnapshotRow.table_id == tables.c.id,
+            SnapshotRow.snapshot_id == tables.c.latest_snapshot_id,
+            SnapshotRow.published.is_(True),
+        )
+        .scalar_subquery()
+    )
+    indexed_at = (
+        select(LiveIndexRow.snapshot_id).where(LiveIndexRow.table_id == tables.c.id).scalar_subquery()
+    )
     joined = tables.outerjoin(commits, and_(commits.c.table_id == tables.c.id, decided))
     rows = (
         conn.execute(
@@ -269,6 +285,8 @@ def group_context(
                 tables.c.schema_id.label("table_schema_id"),
                 tables.c.latest_snapshot_id.label("latest"),
                 unpublished.label("unpublished"),
+                head_body.label("head_body"),
+                indexed_at.label("indexed_at"),
                 commits,
             )
             .select_from(joined)
@@ -290,7 +308,16 @@ def group_context(
             by_key[row["idempotency_key"]] = stored
     first_row = rows[0]
     version = TableVersion(str(first_row["table_uuid"]), int(first_row["table_schema_id"]))
-    return GroupContext(version, int(first_row["latest"]), bool(first_row["unpublished"]), committed, by_key)
+    indexed = first_row["indexed_at"]
+    return GroupContext(
+        version,
+        int(first_row["latest"]),
+        bool(first_row["unpublished"]),
+        committed,
+        by_key,
+        head_body=first_row["head_body"],
+        indexed_at=None if indexed is None else int(indexed),
+    )
 
 
 def latest_snapshot_id(conn: Connection, table_id: str) -> int | None:

@@ -97,7 +97,8 @@ class Expiration:
             self._actions.metrics.post_commit_failures.labels("retention").inc()
 
     def _after_commit(self, table_id: str, latest: int) -> None:
-        table = self._actions.tables.get(table_id)
+        # The commit read the table's row under its lock a moment ago: the cached table is that one.
+        table = self._actions.tables.cached(table_id)
         options = table.shape.schema.options
         with self._guard:
             if options.get(WRITE_ONLY, "false").lower() == "true" or self._running.get(table_id):
