@@ -4,9 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, and_, bindparam, case, delete, func, insert, or_, select, tuple_, update
+from sqlalchemy import (
+    Connection,
+    Select,
+    and_,
+    bindparam,
+    case,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    tuple_,
+    update,
+)
 
 from coordinator.db.models import CommitRow, LiveFileRow, LiveIndexRow, SnapshotRow, TableRow
 from coordinator.db.repositories._rows import first
@@ -254,47 +267,11 @@ def group_context(
 ) -> GroupContext | None:
     """What a commit group needs to know first, in one round trip: the latest snapshot, whether a crash
     left snapshots unpublished, and which of the group's commits were already decided."""
-    tables, commits = TableRow.__table__, CommitRow.__table__
-    unpublished = (
-        select(SnapshotRow.snapshot_id)
-        .where(SnapshotRow.table_id == tables.c.id, SnapshotRow.published.is_(False))
-        .exists()
-    )
-    decided = and_(
-        tuple_(commits.c.commit_user, commits.c.identifier).in_(keys), commits.c.outcome == "committed"
-    )
+    params: dict[str, object] = {"b_table": table_id, "b_keys": list(keys)}
     if idempotency_keys:
-        decided = or_(decided, commits.c.idempotency_key.in_(idempotency_keys))
-    head_body = (
-        select(SnapshotRow.body)
-        .where(
-            SnapshotRow.table_id == tables.c.id,
-            SnapshotRow.snapshot_id == tables.c.latest_snapshot_id,
-            SnapshotRow.published.is_(True),
-        )
-        .scalar_subquery()
-    )
-    indexed_at = (
-        select(LiveIndexRow.snapshot_id).where(LiveIndexRow.table_id == tables.c.id).scalar_subquery()
-    )
-    joined = tables.outerjoin(commits, and_(commits.c.table_id == tables.c.id, decided))
-    rows = (
-        conn.execute(
-            select(
-                tables.c.uuid.label("table_uuid"),
-                tables.c.schema_id.label("table_schema_id"),
-                tables.c.latest_snapshot_id.label("latest"),
-                unpublished.label("unpublished"),
-                head_body.label("head_body"),
-                indexed_at.label("indexed_at"),
-                commits,
-            )
-            .select_from(joined)
-            .where(tables.c.id == table_id)
-        )
-        .mappings()
-        .all()
-    )
+        params["b_idempotency_keys"] = list(idempotency_keys)
+    statement = _GROUP_CONTEXT_WITH_KEYS if idempotency_keys else _GROUP_CONTEXT
+    rows = conn.execute(statement, params).mappings().all()
     if not rows:
         return None
     committed, by_key = {}, {}
@@ -318,6 +295,52 @@ def group_context(
         head_body=first_row["head_body"],
         indexed_at=None if indexed is None else int(indexed),
     )
+
+
+def _group_context_query(with_idempotency_keys: bool) -> Select[Any]:
+    """Built once per variant: on the commit path, building and keying this query cost more than
+    running it."""
+    tables, commits = TableRow.__table__, CommitRow.__table__
+    unpublished = (
+        select(SnapshotRow.snapshot_id)
+        .where(SnapshotRow.table_id == tables.c.id, SnapshotRow.published.is_(False))
+        .exists()
+    )
+    decided = and_(
+        tuple_(commits.c.commit_user, commits.c.identifier).in_(bindparam("b_keys", expanding=True)),
+        commits.c.outcome == "committed",
+    )
+    if with_idempotency_keys:
+        decided = or_(decided, commits.c.idempotency_key.in_(bindparam("b_idempotency_keys", expanding=True)))
+    head_body = (
+        select(SnapshotRow.body)
+        .where(
+            SnapshotRow.table_id == tables.c.id,
+            SnapshotRow.snapshot_id == tables.c.latest_snapshot_id,
+            SnapshotRow.published.is_(True),
+        )
+        .scalar_subquery()
+    )
+    index = LiveIndexRow.__table__
+    indexed_at = select(index.c.snapshot_id).where(index.c.table_id == tables.c.id).scalar_subquery()
+    joined = tables.outerjoin(commits, and_(commits.c.table_id == tables.c.id, decided))
+    return (
+        select(
+            tables.c.uuid.label("table_uuid"),
+            tables.c.schema_id.label("table_schema_id"),
+            tables.c.latest_snapshot_id.label("latest"),
+            unpublished.label("unpublished"),
+            head_body.label("head_body"),
+            indexed_at.label("indexed_at"),
+            commits,
+        )
+        .select_from(joined)
+        .where(tables.c.id == bindparam("b_table"))
+    )
+
+
+_GROUP_CONTEXT = _group_context_query(with_idempotency_keys=False)
+_GROUP_CONTEXT_WITH_KEYS = _group_context_query(with_idempotency_keys=True)
 
 
 def latest_snapshot_id(conn: Connection, table_id: str) -> int | None:
