@@ -107,7 +107,11 @@ class Publication:
         overwritten = self._overwritten(table, latest, context.head_body if not files else _READ_IT)
         lost = self._take_back(table, latest, overwritten) if overwritten is not None else []
         latest = self._adopt_outside_snapshots(table, latest)
-        loader = SnapshotLoader(self._fileio, table, {f.id: f.body for f in files})
+        known = {f.id: f.body for f in files}
+        if overwritten is None and context.head_body is not None:
+            # A head another replica committed is built on from its recorded text, not read from storage.
+            known[context.latest_snapshot_id] = context.head_body
+        loader = SnapshotLoader(self._fileio, table, known)
         state = self._states.at(table, latest, loader)
         # The index position read with the context holds while the head is still the one read with it.
         unmoved = not files and overwritten is None and latest == context.latest_snapshot_id
