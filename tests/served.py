@@ -17,12 +17,17 @@ from tests.processes import stop_process
 class ServedCoordinator:
     """Started at construction (migrating its database, as it does by default), its output in `log`."""
 
-    def __init__(self, database_url: str, warehouse: str | Path, log: Path, **env: str) -> None:
+    def __init__(
+        self, database_url: str, warehouse: str | Path, log: Path, *, advertise: bool = False, **env: str
+    ) -> None:
+        """`advertise`: the replica announces its URL, so other replicas forward commits to it."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
         self._sink = log.open("wb")
         settings = {"COORDINATOR_DATABASE_URL": database_url, "COORDINATOR_WAREHOUSE": str(warehouse)}
+        if advertise:
+            settings["COORDINATOR_ADVERTISE_URL"] = self.url
         self.process = subprocess.Popen(
             [sys.executable, "-m", "coordinator.cli", "serve", "--port", str(self.port)],
             env={**os.environ, **settings, **env},

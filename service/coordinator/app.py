@@ -11,6 +11,7 @@ from coordinator.api import commits, dashboard, maintenance, ops, rest_catalog, 
 from coordinator.api.body_limit import BodyLimit
 from coordinator.api.deps import LockThreads
 from coordinator.api.errors import install
+from coordinator.api.forwarding import Forwarder
 from coordinator.observability.logs import RequestContext
 from coordinator.services import Services
 from coordinator.settings import Settings
@@ -21,6 +22,18 @@ LOCK_THREADS = 40
 route keeps AnyIO's default 40."""
 
 
+FORWARD_ANSWER_MARGIN_SECONDS = 60.0
+"""A forwarded commit may wait at its holder for the lock as long as anywhere, and is then committed."""
+
+
+def forwarder(settings: Settings, services: Services) -> Forwarder | None:
+    """With an advertise_url, commits may be forwarded to the replica holding their table's lock."""
+    if settings.advertise_url is None:
+        return None
+    timeout = settings.lock_acquire_timeout_seconds + FORWARD_ANSWER_MARGIN_SECONDS
+    return Forwarder(settings.advertise_url, timeout, services.metrics)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The coordinator's ASGI app; engines and pools are created in the lifespan, never at import."""
     settings = settings or Settings()
@@ -29,9 +42,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.services = Services.start(settings)
         app.state.lock_threads = LockThreads(LOCK_THREADS)
+        app.state.forwarder = forwarder(settings, app.state.services)
         try:
             yield
         finally:
+            if app.state.forwarder is not None:
+                await app.state.forwarder.close()
             app.state.services.close()
 
     app = FastAPI(

@@ -27,6 +27,7 @@ _FLAGS = {
     "require_tokens": "--require-tokens",
     "allow_open_bind": "--allow-open-bind",
     "catalog_name": "--catalog-name",
+    "advertise_url": "--advertise-url",
 }
 
 
@@ -204,6 +205,11 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--catalog-name",
         help="the warehouse name of Paimon's REST catalog clients (COORDINATOR_CATALOG_NAME)",
+    )
+    serve.add_argument(
+        "--advertise-url",
+        help="where other replicas reach this one; they forward commits to the replica holding a "
+        "table's lock (COORDINATOR_ADVERTISE_URL)",
     )
     serve.set_defaults(run=_serve)
 

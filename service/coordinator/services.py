@@ -130,4 +130,5 @@ def lock_backend(settings: Settings, bookkeeping: Engine) -> tuple[LockBackend, 
         assert settings.hive_metastore_uri is not None  # Settings checks it
         lease = settings.hive_lock_timeout_seconds
         return HiveMetastoreLocks(settings.hive_metastore_uri, lease_seconds=lease), lease
-    return LockTable(bookkeeping, settings.lock_lease_seconds), settings.lock_lease_seconds
+    locks = LockTable(bookkeeping, settings.lock_lease_seconds, holder_url=settings.advertise_url)
+    return locks, settings.lock_lease_seconds

@@ -45,6 +45,14 @@ class Settings(BaseSettings):
         description="how long a storage credential vended to a REST catalog client is announced to last "
         "(pypaimon fetches a new one when less than an hour is left)",
     )
+    advertise_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://[^\s/?#]+(/[^\s?#]*)?$",
+        max_length=300,
+        description="where the other replicas reach this one (http://host:port); with it set, a replica "
+        "that finds a table's lock held by another forwards the commit to that one, so commits to a table "
+        "share one holder's group commit instead of taking the lock in turns",
+    )
     log_format: Literal["json", "text"] = "json"
     lock_backend: Literal["table", "hive"] = Field(
         default="table", description="the lock table in the metadata database, or Hive Metastore locks"
@@ -62,6 +70,11 @@ class Settings(BaseSettings):
             if url.startswith(prefix):
                 return "postgresql+psycopg://" + url[len(prefix) :]
         return url
+
+    @field_validator("advertise_url")
+    @classmethod
+    def _without_trailing_slash(cls, url: str | None) -> str | None:
+        return url.rstrip("/") if url else url
 
     @model_validator(mode="after")
     def _hive_needs_a_uri(self) -> Settings:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Response, status
+from functools import partial
+
+from fastapi import APIRouter, Depends, Request, Response, status
 
 from coordinator.api.auth import TableWriter, reader
 from coordinator.api.deps import LockThreadsDep, ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, COMMIT_ERRORS, TABLE_ERRORS
+from coordinator.api.forwarding import Forwarder
 from coordinator.api.params import (
     DEFAULT_PAGE,
     CommitUser,
@@ -16,6 +19,7 @@ from coordinator.api.params import (
     PageLimit,
     TableId,
 )
+from coordinator.usecases.table_hold import HeldElsewhere
 from coordinator_client.models import (
     CommitHistoryResponse,
     CommitOutcomeResponse,
@@ -34,19 +38,31 @@ router = APIRouter(
 @router.post(
     "",
     status_code=status.HTTP_201_CREATED,
+    response_model=CommitResponse,  # also when the replica holding the table's lock answers (forwarded)
     responses={**COMMIT_ERRORS, 200: {"model": CommitResponse, "description": "already committed"}},
 )
 async def commit(
     table_id: TableId,
     body: CommitRequest,
+    request: Request,
     services: ServicesDep,
     threads: LockThreadsDep,
     response: Response,
     _writer: TableWriter,
     idempotency_key: IdempotencyKeyHeader = None,
-) -> CommitResponse:
+) -> CommitResponse | Response:
     """Commit a ManifestCommittable; 201 with the new snapshots, 200 with the recorded ones for a resend."""
-    result = await threads.run(services.committer.commit, table_id, body, idempotency_key=idempotency_key)
+    forwarder: Forwarder | None = request.app.state.forwarder
+    forwardable = forwarder is not None and forwarder.may_forward(request)
+    commit = partial(services.committer.commit, table_id, body, idempotency_key=idempotency_key)
+    try:
+        result = await threads.run(commit, forwardable=forwardable)
+    except HeldElsewhere as elsewhere:
+        assert forwarder is not None  # only a forwardable commit is sent elsewhere
+        answer = await forwarder.commit(request, await request.body(), elsewhere.url)
+        if answer is not None:
+            return answer
+        result = await threads.run(commit, forwardable=False)
     if result.deduplicated:
         response.status_code = status.HTTP_200_OK
     return result

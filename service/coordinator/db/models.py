@@ -213,6 +213,8 @@ class LockRow(Base):
     epoch: Mapped[int] = mapped_column(BigInteger)
     acquired_at_ms: Mapped[int] = mapped_column(BigInteger)
     expires_at_ms: Mapped[int] = mapped_column(BigInteger)
+    holder_url: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    """Where the holder answers (its advertise_url): other replicas forward commits there."""
 
 
 class TokenRow(Base):

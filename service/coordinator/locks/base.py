@@ -47,6 +47,11 @@ class LockBackend(Protocol):
         """One attempt without waiting: the lease, or None when someone else holds the lock."""
         ...
 
+    def holder_elsewhere(self, lock_id: str) -> str | None:
+        """The URL another replica holding the lock answers at, when the backend records one (commits
+        are forwarded there); None when the lock is free, held here, or the holder is unknown."""
+        ...
+
     def renew(self, lease: Lease) -> bool:
         """Extend the lease; False when the lease was lost (expired and taken over, or force-released)."""
         ...

@@ -135,6 +135,10 @@ class HiveMetastoreLocks:
             )
         return lease
 
+    def holder_elsewhere(self, lock_id: str) -> str | None:
+        """The metastore keeps no address of a lock's holder: commits wait for the lock instead."""
+        return None
+
     def try_acquire(self, lock_id: str, owner: str) -> Lease | None:
         """One lock request; withdrawn at once unless granted."""
         return self._acquire(lock_id, owner, 0)

@@ -14,7 +14,7 @@ from sqlalchemy import Connection, Engine, select, text
 from sqlalchemy.exc import IntegrityError
 from tenacity import Retrying, retry_if_result, stop_after_delay, wait_random_exponential
 
-from coordinator.db.engine import autocommit, now_ms
+from coordinator.db.engine import autocommit, now_ms, read_only
 from coordinator.db.models import LockRow
 from coordinator.errors import LockUnavailable
 from coordinator.locks.base import HeldLock, Lease
@@ -31,21 +31,28 @@ class LockTable:
     Give it the bookkeeping engine (db.engine.bookkeeping_engine): its writes need no WAL flush wait.
     """
 
-    def __init__(self, engine: Engine, lease_seconds: float) -> None:
+    def __init__(self, engine: Engine, lease_seconds: float, *, holder_url: str | None = None) -> None:
+        """`holder_url`: where this replica answers, recorded with every lock it takes (see
+        holder_elsewhere); None records none."""
         self._engine = engine
         self._lease_ms = int(lease_seconds * 1000)
+        self._holder_url = holder_url
         now = now_ms(engine).text
         # One statement takes a free or expired lock and bumps the epoch: no read-then-write race.
         self._take_over = text(
             f"UPDATE locks SET owner = :owner, epoch = epoch + 1, acquired_at_ms = {now}, "
-            f"expires_at_ms = {now} + :lease WHERE lock_id = :lock_id "
+            f"expires_at_ms = {now} + :lease, holder_url = :url WHERE lock_id = :lock_id "
             f"AND (owner IS NULL OR expires_at_ms < {now})"
             + (" RETURNING epoch" if engine.dialect.update_returning else "")
         )
         self._returning = engine.dialect.update_returning
         self._create = text(
-            f"INSERT INTO locks (lock_id, owner, epoch, acquired_at_ms, expires_at_ms) "
-            f"VALUES (:lock_id, :owner, 1, {now}, {now} + :lease)"
+            f"INSERT INTO locks (lock_id, owner, epoch, acquired_at_ms, expires_at_ms, holder_url) "
+            f"VALUES (:lock_id, :owner, 1, {now}, {now} + :lease, :url)"
+        )
+        self._holder_elsewhere = text(
+            f"SELECT holder_url FROM locks WHERE lock_id = :lock_id AND owner IS NOT NULL "
+            f"AND expires_at_ms >= {now} AND holder_url IS NOT NULL AND holder_url <> :url"
         )
         self._renew = text(
             f"UPDATE locks SET expires_at_ms = {now} + :lease WHERE lock_id = :lock_id "
@@ -78,7 +85,7 @@ class LockTable:
 
     def try_acquire(self, lock_id: str, owner: str) -> Lease | None:
         """One attempt: the lease, or None when someone else holds a live lease."""
-        params = {"lock_id": lock_id, "owner": owner, "lease": self._lease_ms}
+        params = {"lock_id": lock_id, "owner": owner, "lease": self._lease_ms, "url": self._holder_url}
         if self._returning:
             with autocommit(self._engine) as conn:
                 epoch = conn.execute(self._take_over, params).scalar()
@@ -125,6 +132,14 @@ class LockTable:
                 retry_after_seconds=max(1, round(self._lease_ms / 1000 / 4)),
             )
         return lease
+
+    def holder_elsewhere(self, lock_id: str) -> str | None:
+        """The URL of another replica holding the lock now, if it recorded one."""
+        if self._holder_url is None:
+            return None  # this replica cannot be reached for forwarding: it does not forward either
+        with read_only(self._engine) as conn:
+            found = conn.execute(self._holder_elsewhere, {"lock_id": lock_id, "url": self._holder_url})
+            return found.scalar()
 
     def renew(self, lease: Lease) -> bool:
         """Extend the lease from now; False if it was lost."""

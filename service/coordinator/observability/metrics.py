@@ -92,6 +92,13 @@ class Metrics:
             ["step"],
             registry=r,
         )
+        self.forwarded = Counter(
+            "coordinator_commits_forwarded",
+            "Commits sent on to the replica holding their table's lock, by result: answered (its answer "
+            "passed back) or unreachable (committed here instead).",
+            ["result"],
+            registry=r,
+        )
         self.forced_releases = Counter(
             "coordinator_lock_forced_releases", "Locks released by an admin.", registry=r
         )

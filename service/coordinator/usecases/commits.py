@@ -66,7 +66,7 @@ from coordinator.usecases.publication import Publication, SnapshotTaken
 from coordinator.usecases.reapplication import reapplying
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.snapshot_proposals import ProposedSnapshot, SnapshotProposal, read_proposal
-from coordinator.usecases.table_hold import Hold, TableHolds
+from coordinator.usecases.table_hold import HeldElsewhere, Hold, TableHolds
 from coordinator.usecases.table_state import TableState, TableStates
 from coordinator.usecases.tables import Table, Tables, version_of
 from coordinator_client.models import CommitRequest, CommitResponse, InFlightCommitModel
@@ -127,20 +127,27 @@ class Committer:
         self._after_commit = hook
 
     def commit(
-        self, table_id: str, request: CommitRequest, *, idempotency_key: str | None = None
+        self,
+        table_id: str,
+        request: CommitRequest,
+        *,
+        idempotency_key: str | None = None,
+        forwardable: bool = False,
     ) -> CommitResponse:
         """Commit one committable; a resend of a committed one returns its snapshots with deduplicated=true.
 
-        Every answer is logged and counted (see observability.commit_events).
+        Every answer is logged and counted (see observability.commit_events). `forwardable`: the caller
+        can send the commit on to another replica holding the table's lock (HeldElsewhere says where).
 
         Raises:
-            TableNotFound, InvalidRequest, CommitConflict, LockUnavailable.
+            TableNotFound, InvalidRequest, CommitConflict, LockUnavailable, HeldElsewhere.
         """
 
         def intake(table: Table, now_millis: int) -> tuple[ResolvedCommittable, None]:
             return resolve_committable(request, table.shape, now_millis=now_millis), None
 
-        return self._answer(table_id, (request.commit_user, request.identifier), intake, idempotency_key)
+        who = (request.commit_user, request.identifier)
+        return self._answer(table_id, who, intake, idempotency_key, forwardable=forwardable)
 
     def commit_snapshot(self, table_id: str, proposal: SnapshotProposal) -> bool:
         """Publish a snapshot a Paimon engine finished itself (REST protocol) if it builds on the head.
@@ -164,13 +171,23 @@ class Committer:
             raise
         return True
 
-    def _answer(self, table_id: str, who: tuple[str, int], intake: Intake, key: str | None) -> CommitResponse:
+    def _answer(
+        self,
+        table_id: str,
+        who: tuple[str, int],
+        intake: Intake,
+        key: str | None,
+        *,
+        forwardable: bool = False,
+    ) -> CommitResponse:
         """Any door's commit, from its request to its answer, logged and counted."""
         started = time.perf_counter()
         resolved: ResolvedCommittable | None = None
         try:
             table, resolved, proposed = self._intake(table_id, intake)
-            response = self._commit(table, intake, resolved, proposed, key, started)
+            response = self._commit(table, intake, resolved, proposed, key, started, forwardable)
+        except HeldElsewhere:
+            raise  # not an answer: the replica holding the lock gives it
         except CommitConflict as rejected:
             self._events.answered(table_id, who, resolved, "rejected", conflict=rejected.conflict)
             raise
@@ -239,6 +256,7 @@ class Committer:
         proposed: ProposedSnapshot | None,
         key: str | None,
         started: float,
+        forwardable: bool,
     ) -> CommitResponse:
         """From a validated committable (`started` when its request came in) to its answer."""
         if key is not None:
@@ -259,11 +277,20 @@ class Committer:
             if stored is None:
                 raise
             return answer_from_record(stored)
-        pending = PendingCommit(resolved, key, started, intake, version_of(table), proposed)
-        pending.waited("validate")
-        pending.current = "lockWait"
-        with self._in_flight.tracking(table.id, pending):
-            return self._queue(table.id).run(pending, lambda take: self._commit_group(table, take))
+        while True:
+            pending = PendingCommit(resolved, key, started, intake, version_of(table), proposed)
+            pending.waited("validate")
+            pending.current = "lockWait"
+            try:
+                with self._in_flight.tracking(table.id, pending):
+                    return self._queue(table.id).run(
+                        pending, lambda take: self._commit_group(table, take, forwardable=forwardable)
+                    )
+            except HeldElsewhere:
+                if forwardable:
+                    raise
+                # A forwardable leader sent the queue elsewhere; this commit may not go: it queues again,
+                # and leads a group that waits for the lock here if no forwardable commit leads first.
 
     def close(self) -> None:
         self._file_checks.close()
@@ -284,12 +311,17 @@ class Committer:
                 queue = self._queues[table_id] = CommitQueue(self._max_group)
             return queue
 
-    def _commit_group(self, table: Table, take: TakeGroup) -> list[PendingCommit]:
+    def _commit_group(
+        self, table: Table, take: TakeGroup, *, forwardable: bool = False
+    ) -> list[PendingCommit]:
         """Hold the table, then take the group; decide every member, finish, and answer.
 
         Returns the members left for the next group.
+
+        Raises:
+            HeldElsewhere: when `forwardable` and another replica holds the lock (nothing was taken).
         """
-        with self._holds.hold([table], "commit") as hold:
+        with self._holds.hold([table], "commit", forwardable=forwardable) as hold:
             acquired = time.perf_counter()
             group = take()
             self._metrics.group_size.observe(len(group))

@@ -1,0 +1,57 @@
+"""Sending a commit on to the replica that holds its table's lock.
+
+Behind a load balancer, commits to one table reach every replica. Each replica that took the table's
+lock in turn would commit a small group, and the next holder would first catch up with what the last
+one wrote. Instead a replica that finds the lock held by another one (which recorded its advertise_url
+with the lock) passes the request on as it came; the holder queues it with its own commits and answers
+them together. The forwarded request is marked, so it is never passed on again: it waits for the lock
+where it arrived. A holder that cannot be reached is not waited for: the commit is made here instead
+(a resend of one the holder did commit is answered from its record, as any resend).
+"""
+
+from __future__ import annotations
+
+import httpx
+from fastapi import Request, Response
+
+from coordinator.observability.metrics import Metrics
+
+FORWARDED_BY = "X-Coordinator-Forwarded-By"
+"""Set on a forwarded request to the advertise_url of the replica that forwarded it."""
+
+_PASSED_ON = ("authorization", "content-type", "idempotency-key", "x-request-id", "x-coordinator-user")
+_PASSED_BACK = ("content-type", "retry-after")
+
+
+class Forwarder:
+    """One keep-alive client to the other replicas, for the life of the app."""
+
+    def __init__(self, own_url: str, answer_timeout_seconds: float, metrics: Metrics) -> None:
+        self._own_url = own_url
+        self._metrics = metrics
+        # The holder may queue the commit for as long as its own lock wait allows, then commit it.
+        self._client = httpx.AsyncClient(timeout=httpx.Timeout(answer_timeout_seconds, connect=2.0))
+
+    @staticmethod
+    def may_forward(request: Request) -> bool:
+        """Whether this request may be passed on: not if it was itself forwarded here."""
+        return FORWARDED_BY.lower() not in request.headers
+
+    async def commit(self, request: Request, body: bytes, holder_url: str) -> Response | None:
+        """The holder's answer to `request`, or None when the holder could not be reached before it
+        answered anything (the caller commits here then)."""
+        headers = {name: request.headers[name] for name in _PASSED_ON if name in request.headers}
+        headers[FORWARDED_BY] = self._own_url
+        try:
+            answer = await self._client.post(
+                holder_url + request.url.path, content=body, headers=headers, params=request.query_params
+            )
+        except httpx.TransportError:
+            self._metrics.forwarded.labels("unreachable").inc()
+            return None
+        self._metrics.forwarded.labels("answered").inc()
+        passed = {name: answer.headers[name] for name in _PASSED_BACK if name in answer.headers}
+        return Response(answer.content, status_code=answer.status_code, headers=passed)
+
+    async def close(self) -> None:
+        await self._client.aclose()
