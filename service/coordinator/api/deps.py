@@ -15,7 +15,7 @@ _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
     services: Services = request.app.state.services
     return services
 

@@ -18,7 +18,7 @@ class TablePageQuery:
     name_prefix: str | None
 
 
-def table_page(
+async def table_page(
     limit: TablesLimit = DEFAULT_PAGE,
     page_token: PageToken = None,
     database: DatabaseFilter = None,

@@ -21,7 +21,7 @@ from coordinator.api.rest_catalog.paging import (
     NamePattern,
     PageToken,
 )
-from coordinator.api.rest_catalog.params import DatabaseName, database_name
+from coordinator.api.rest_catalog.params import DatabaseName, checked_database_name
 from coordinator.errors import (
     DatabaseAlreadyExists,
     DatabaseNotFound,
@@ -82,6 +82,6 @@ def drop_database(database: DatabaseName, services: ServicesDep, _admin: Admin) 
 
 def _checked_name(name: str) -> str:
     try:
-        return database_name(name)
+        return checked_database_name(name)
     except InvalidRequest as error:
         raise InvalidRequest(error.message, field="name") from None

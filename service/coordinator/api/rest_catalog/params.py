@@ -23,7 +23,7 @@ from coordinator_client.models import NAME_PATTERN, PRINTABLE_PATTERN
 _NAME = re.compile(NAME_PATTERN)
 
 
-def known_prefix(
+async def known_prefix(
     prefix: Annotated[str, Path(max_length=128, pattern=PRINTABLE_PATTERN)], services: ServicesDep
 ) -> None:
     """The prefix a client got from GET /v1/config: this coordinator's catalog name."""
@@ -33,11 +33,16 @@ def known_prefix(
         )
 
 
-def database_name(database: Annotated[str, Path(max_length=256, pattern=PRINTABLE_PATTERN)]) -> str:
+def checked_database_name(database: str) -> str:
     """Raises: InvalidRequest naming `database`."""
     if not _NAME.match(database):
         raise InvalidRequest(f"{database!r} is not a database name ({NAME_PATTERN})", field="database")
     return database
+
+
+async def database_name(database: Annotated[str, Path(max_length=256, pattern=PRINTABLE_PATTERN)]) -> str:
+    """Raises: InvalidRequest naming `database`."""
+    return checked_database_name(database)
 
 
 DatabaseName = Annotated[str, Depends(database_name)]
@@ -54,7 +59,7 @@ class TableRef:
         return table_id_of(self.database, self.name)
 
 
-def table_ref(
+async def table_ref(
     database: DatabaseName, table: Annotated[str, Path(max_length=256, pattern=PRINTABLE_PATTERN)]
 ) -> TableRef:
     """Raises: NotSupported for a branch or system table (`$`), InvalidRequest for another bad name."""
@@ -68,7 +73,7 @@ def table_ref(
 TablePath = Annotated[TableRef, Depends(table_ref)]
 
 
-def table_writer(table: TablePath, principal: Caller) -> Principal:
+async def table_writer(table: TablePath, principal: Caller) -> Principal:
     """Commit to or roll back the table: admins, and writers whose grant covers its database or it."""
     if not principal.may_write(table.database, table.name):
         raise Forbidden(f"{principal.name} ({principal.role}) may not write to {table.id}")
