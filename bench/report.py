@@ -120,9 +120,9 @@ def contention_rows(
     ]
 
 
-def _at_most(theirs: float, times: float, floors: float | None = None) -> Callable[[float], bool]:
-    """A latency target: `times` faster than theirs at least and, with `floors`, within 2 floors."""
-    return lambda v: theirs / v >= times and (floors is None or v <= 2 * floors)
+def _at_most(theirs: float, times: float, floor: float | None = None) -> Callable[[float], bool]:
+    """A latency target: at least `times` faster than theirs and, with a `floor`, within 2 floors."""
+    return lambda v: theirs / v >= times and (floor is None or v <= 2 * floor)
 
 
 def _number(value: float, unit: str) -> str:
@@ -137,7 +137,8 @@ def _number(value: float, unit: str) -> str:
 
 def render(title: str, rows: list[Row], sides: tuple[str, str] = ("coordinator", "pypaimon")) -> str:
     """A fixed-width table: metric | coordinator | pypaimon | ratio | target (`sides` names the two value
-    columns: Row.coordinator's, then Row.pypaimon's)."""
+    columns: Row.coordinator's, then Row.pypaimon's), with floor | x floor before the target when a row
+    has a floor."""
     floors = any(row.floor is not None for row in rows)
     header = ("metric", *sides, "ratio", *(("floor", "x floor") if floors else ()), "target")
     lines: list[tuple[str, ...]] = []
