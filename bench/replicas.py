@@ -91,6 +91,7 @@ def checkout(revision: str, into: Path) -> Path:
 def replica_side(name: str, source: Path, root: Path) -> Iterator[Side]:
     """REPLICAS services of `source` on one fresh database and warehouse; stopped, and the database
     dropped, on exit."""
+    check_source(source)
     warehouse = root / "warehouse"
     warehouse.mkdir(parents=True)
     with ExitStack() as stack:
@@ -100,7 +101,6 @@ def replica_side(name: str, source: Path, root: Path) -> Iterator[Side]:
         for k in range(REPLICAS):
             log = root / f"replica-{k}.log"
             services.append(stack.enter_context(CoordinatorProcess(url, warehouse, log, source)))
-        check_source(source)
         yield Side(name, [s.url for s in services], warehouse)
 
 
