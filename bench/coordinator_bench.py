@@ -267,12 +267,16 @@ def writer(job: dict[str, Any], ready: Queue[int], start: Event, out: Queue[dict
         out.put({"writer": job.get("writer", -1), "error": traceback.format_exc()})
 
 
-def contention(url: str, warehouse: Path, counts: Counts, run: int) -> dict[str, Any]:
-    """counts.writers processes x counts.commits_per_writer commits into one fresh table, then verify."""
-    with new_client(url) as client:
+def contention(urls: Sequence[str], warehouse: Path, counts: Counts, run: int) -> dict[str, Any]:
+    """counts.writers processes x counts.commits_per_writer commits into one fresh table, then verify.
+
+    Writer k sends to urls[k % len(urls)]: with the URLs of several replicas, the writers alternate
+    between them, as a load balancer would spread them.
+    """
+    with new_client(urls[0]) as client:
         table, answer = create_table(client, f"contend_{run}")
     jobs = [
-        {"writer": k, "commits": counts.commits_per_writer, "url": url, "table": answer}
+        {"writer": k, "commits": counts.commits_per_writer, "url": urls[k % len(urls)], "table": answer}
         for k in range(counts.writers)
     ]
     released, reports = launch_together(writer, jobs)
@@ -291,6 +295,7 @@ def contention(url: str, warehouse: Path, counts: Counts, run: int) -> dict[str,
     busy_ms = sum(lock_held_ms(c["timings"]) / c["group_size"] for c in timed)
     return {
         "run": run,
+        "replicas": len(urls),
         "writers": counts.writers,
         "commits_per_writer": counts.commits_per_writer,
         "wall_s": wall,

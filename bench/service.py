@@ -42,11 +42,21 @@ def postgres_database() -> Iterator[str]:
         yield url
 
 
-class CoordinatorProcess:
-    """`python -m coordinator.cli serve` on a free port; a context manager that always stops it."""
+def service_env(source: Path) -> dict[str, str]:
+    """This process's environment, with the service and client code of the checkout at `source`."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(str(source / d) for d in ("client", "service"))}
 
-    def __init__(self, database_url: str, warehouse: Path | str, log_path: Path) -> None:
+
+class CoordinatorProcess:
+    """`python -m coordinator.cli serve` on a free port; a context manager that always stops it.
+
+    The service's code comes from `source` (a checkout with service/ and client/ folders): this
+    repository's by default, another revision's for a baseline (bench/replicas.py).
+    """
+
+    def __init__(self, database_url: str, warehouse: Path | str, log_path: Path, source: Path = REPO) -> None:
         self.port = free_port()
+        self.source = source
         self.url = f"http://127.0.0.1:{self.port}"
         self.warehouse = warehouse
         self._log_path = log_path
@@ -64,7 +74,7 @@ class CoordinatorProcess:
 
     def start(self) -> None:
         """Spawn the service and wait until /health answers (it migrates the database at start)."""
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(REPO / d) for d in ("client", "service"))}
+        env = service_env(self.source)
         cmd = [
             sys.executable,
             "-m",

@@ -22,10 +22,19 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import coordinator_bench, many_tables, pypaimon_bench
+from bench import coordinator_bench, floor, many_tables, pypaimon_bench
 from bench.data import FULL, PARTITIONS, QUICK, Counts
 from bench.procs import exit_on_sigterm, progress, run_isolated
-from bench.report import breakdown, pypaimon_notes, render, rows_for
+from bench.replicas import DEFAULT_BASELINE, run_replicas
+from bench.report import (
+    breakdown,
+    floor_lines,
+    pypaimon_notes,
+    render,
+    replica_report,
+    replica_rows,
+    rows_for,
+)
 from bench.service import CoordinatorProcess, postgres_database, sqlite_url
 from bench.spark_datasource import run_spark
 from bench.spark_report import report as spark_report
@@ -59,6 +68,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="instead of the commit benchmarks: N tables with one commit each, then the overview and the "
         "table list (bench/many_tables.py; issue 14 uses 10000)",
     )
+    parser.add_argument(
+        "--replica-baseline",
+        default=DEFAULT_BASELINE,
+        metavar="REV",
+        help="the revision whose service the replica case compares with, same load, same run (default: "
+        f"{DEFAULT_BASELINE}, main before issue 18); the case needs PostgreSQL",
+    )
     args = parser.parse_args(argv)
     if args.many_tables < 0:
         parser.error("--many-tables: a table count >= 1")
@@ -81,7 +97,8 @@ def run_pypaimon(root: Path, counts: Counts) -> dict[str, Any]:
 
 
 def run_coordinator(database: str, root: Path, counts: Counts) -> dict[str, Any]:
-    """The three measurements against one service process on a fresh database and warehouse."""
+    """The three measurements and the floor against one service process on a fresh database and
+    warehouse."""
     warehouse = root / "warehouse"
     warehouse.mkdir(parents=True)
     started = time.perf_counter()
@@ -95,12 +112,27 @@ def run_coordinator(database: str, root: Path, counts: Counts) -> dict[str, Any]
         result["sequential"] = coordinator_bench.sequential(service.url, counts)
         progress(f"coordinator on {database}: one commit of {counts.big_files:,} messages")
         result["big_commit"] = coordinator_bench.big_commit(service.url, counts, PARTITIONS)
+        progress(f"the floor on {database}: empty POSTs, the commit point's transaction, a commit's files")
+        result["floor"] = floor.measure(service.url, url, root / "floor", counts.big_files)
         result["contention"] = []
         for run in range(1, counts.contention_runs + 1):
             progress(f"coordinator on {database}: contention run {run}/{counts.contention_runs}")
-            result["contention"].append(coordinator_bench.contention(service.url, warehouse, counts, run))
+            result["contention"].append(coordinator_bench.contention([service.url], warehouse, counts, run))
     result["elapsed_s"] = time.perf_counter() - started
     return result
+
+
+def replica_case(root: Path, args: argparse.Namespace, counts: Counts) -> tuple[dict[str, Any], bool]:
+    """2 replicas x the contention load, this checkout and the baseline revision; whether it failed."""
+    if "postgres" not in args.databases:
+        return {
+            "skipped": "several replicas share a PostgreSQL database; run with --databases postgres"
+        }, False
+    try:
+        return run_replicas(root, counts, args.replica_baseline), False
+    except Exception:
+        progress("replica case FAILED")
+        return {"error": traceback.format_exc()}, True
 
 
 def revision() -> dict[str, Any]:
@@ -139,8 +171,9 @@ def report(results: dict[str, Any], counts: Counts) -> str:
     revisions = {revision_text(o["revision"]) for o in results["coordinator"].values() if "revision" in o}
     parts = [
         f"coordinator at {', '.join(sorted(revisions)) or '?'}; pypaimon {pypaimon['version']} baseline "
-        f"measured in this run. Targets are the issue's, set for PostgreSQL (shown for SQLite for "
-        f"reference). ratio > 1 favours the coordinator.",
+        f"measured in this run. Targets are issue 18's, set for PostgreSQL (shown for SQLite for "
+        f"reference). ratio > 1 favours the coordinator; x floor is the coordinator's figure over the "
+        f"physical floor of the same commit on this machine (bench/floor.py).",
         *busy_warning(results),
         "",
     ]
@@ -155,10 +188,20 @@ def report(results: dict[str, Any], counts: Counts) -> str:
         parts += [
             render(f"coordinator on {database} vs pypaimon filesystem commit", rows),
             "",
+            floor_lines(outcome["floor"]),
+            "",
             breakdown(outcome),
             "",
         ]
-    parts.append(pypaimon_notes(pypaimon))
+    parts += [pypaimon_notes(pypaimon), ""]
+    replicas = results["replicas"]
+    if "error" in replicas:
+        parts.append(f"replica case: FAILED\n{replicas['error']}")
+    elif "skipped" in replicas:
+        parts.append(f"replica case: skipped ({replicas['skipped']})")
+    else:
+        results.setdefault("summary", {})["replicas"] = [r.as_json() for r in replica_rows(replicas, counts)]
+        parts.append(replica_report(replicas, counts))
     spark = results.get("spark")
     if spark is not None:
         parts += [
@@ -222,6 +265,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 failed = True
                 results["coordinator"][database] = {"error": traceback.format_exc()}
                 progress(f"coordinator on {database} FAILED")
+        results["replicas"], failed_replicas = replica_case(Path(tmp) / "replicas", args, counts)
+        failed = failed or failed_replicas
         if args.spark_rows:
             try:
                 results["spark"] = run_spark(Path(tmp) / "spark", args.spark_rows)

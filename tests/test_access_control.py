@@ -154,6 +154,22 @@ def test_a_writer_commits_only_inside_its_grant(secured: tuple[TestClient, Token
     assert client.get("/health").status_code == 200  # probes need no token
 
 
+def test_ping_answers_204_to_whoever_may_commit_to_the_table(
+    secured: tuple[TestClient, Tokens], settings: Settings
+) -> None:
+    """The benchmark's floor request takes a commit's way through the server, its checks included."""
+    client, tokens = secured
+    assert client.post("/tables/a.t/ping").status_code == 401
+    assert client.post("/tables/a.t/ping", headers=_auth(tokens.reader)).status_code == 403
+    assert client.post("/tables/b.t/ping", headers=_auth(tokens.writer_a)).status_code == 403
+    for token in (tokens.writer_a, tokens.writer_a_t, tokens.admin):
+        answer = client.post("/tables/a.t/ping", headers=_auth(token))  # no such table: not needed
+        assert answer.status_code == 204
+        assert answer.content == b""
+    with TestClient(create_app(settings)) as open_client:
+        assert open_client.post("/tables/a.t/ping").status_code == 204
+
+
 def test_history_names_the_token_and_revoked_tokens_stop_working(secured: tuple[TestClient, Tokens]) -> None:
     client, tokens = secured
     table = create_table(_Authed(client, tokens.admin), "a", "t", {"id": "BIGINT"})

@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 from fastapi import APIRouter, Depends, Response
 
-from coordinator.api.auth import Admin, reader
+from coordinator.api.auth import Admin, reader, table_writer
 from coordinator.api.deps import ServicesDep
 from coordinator.api.errors import AUTH_ERRORS
-from coordinator.api.params import DEFAULT_PAGE, LockId, PageLimit, TableFilter
+from coordinator.api.params import DEFAULT_PAGE, LockId, PageLimit, TableFilter, TableId
 from coordinator.db import repositories as repo
 from coordinator.services import Services
 from coordinator_client.models import (
@@ -62,6 +62,16 @@ def _check(probe: Callable[[], object]) -> str:
     except Exception as failed:  # any failure is the answer here, not an error of the probe
         return f"unavailable: {failed}".splitlines()[0][:300]
     return "ok"
+
+
+@readers.post(
+    "/tables/{table_id}/ping", status_code=204, response_class=Response, dependencies=[Depends(table_writer)]
+)
+async def ping(table_id: TableId) -> Response:
+    """204 and nothing else, for whoever may commit to `table_id` (the table need not exist): a commit's
+    way through this server (middleware, token and grant checks) without the commit, the floor the
+    benchmark measures a commit against."""
+    return Response(status_code=204)
 
 
 @readers.get("/locks")
