@@ -74,7 +74,9 @@ class CoordinatorProcess:
 
     def start(self) -> None:
         """Spawn the service and wait until /health answers (it migrates the database at start)."""
-        env = service_env(self.source)
+        # Replicas of a revision that has it forward commits to the one holding the table's lock (an
+        # older revision ignores the variable).
+        env = {**service_env(self.source), "COORDINATOR_ADVERTISE_URL": self.url}
         cmd = [
             sys.executable,
             "-m",
