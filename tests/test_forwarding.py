@@ -15,12 +15,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from sqlalchemy import create_engine, text
 
 from tests.conftest import free_port
 from tests.databases import postgres_database
 from tests.paimon_files import PaimonTable, create_table, pypaimon_rows
+from tests.rest_writers import CATALOG_NAME, create_rest_table, prepare, rest_catalog
 from tests.served import ServedCoordinator
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -60,7 +62,7 @@ def commit_body(table: PaimonTable, ids: range) -> dict[str, Any]:
     }
 
 
-def hold_lock(database: str, table: PaimonTable, holder_url: str, *, lease_ms: int) -> None:
+def hold_lock(database: str, table_id: str, holder_url: str, *, lease_ms: int) -> None:
     """Take the table's lock as a holder answering at `holder_url` would."""
     engine = create_engine(database)
     with engine.begin() as conn:
@@ -71,7 +73,7 @@ def hold_lock(database: str, table: PaimonTable, holder_url: str, *, lease_ms: i
                 "owner = 'test-holder', epoch = locks.epoch + 1, expires_at_ms = :expires, holder_url = :url"
             ),
             {
-                "id": f"table:{table.id}",
+                "id": f"table:{table_id}",
                 "url": holder_url,
                 "expires": _now_ms(conn) + lease_ms,
             },
@@ -79,7 +81,7 @@ def hold_lock(database: str, table: PaimonTable, holder_url: str, *, lease_ms: i
     engine.dispose()
 
 
-def release_lock_after(database: str, table: PaimonTable, seconds: float) -> threading.Timer:
+def release_lock_after(database: str, table_id: str, seconds: float) -> threading.Timer:
     def release() -> None:
         engine = create_engine(database)
         with engine.begin() as conn:
@@ -88,7 +90,7 @@ def release_lock_after(database: str, table: PaimonTable, seconds: float) -> thr
                     "UPDATE locks SET owner = NULL, expires_at_ms = 0 "
                     "WHERE lock_id = :id AND owner = 'test-holder'"
                 ),
-                {"id": f"table:{table.id}"},
+                {"id": f"table:{table_id}"},
             )
         engine.dispose()
 
@@ -110,10 +112,9 @@ def forwarded(replica: ServedCoordinator, result: str) -> float:
     return float(found.group(1)) if found else 0.0
 
 
-def commit_posts(replica: ServedCoordinator, table: PaimonTable) -> int:
-    """How many commit POSTs the replica's access log shows."""
+def commit_posts(replica: ServedCoordinator, path: str) -> int:
+    """How many POSTs to `path` the replica's access log shows."""
     lines = [json.loads(line) for line in replica.log.read_text().splitlines() if line.startswith("{")]
-    path = f"/tables/{table.id}/commits"
     return sum(1 for line in lines if line.get("method") == "POST" and line.get("path") == path)
 
 
@@ -122,8 +123,8 @@ def test_a_commit_reaching_a_replica_that_does_not_hold_the_lock_is_committed_by
 ) -> None:
     a, b = replicas
     table = create_table(a.http, *TABLE.split("."), FIELDS, partitionKeys=["dt"])
-    hold_lock(database, table, a.url, lease_ms=60_000)  # A holds it (its next commit waits for the test)
-    release = release_lock_after(database, table, 1.0)
+    hold_lock(database, table.id, a.url, lease_ms=60_000)  # A holds it (its next commit waits for the test)
+    release = release_lock_after(database, table.id, 1.0)
 
     response = b.http.post(f"/tables/{table.id}/commits", json=commit_body(table, range(10)))
 
@@ -131,7 +132,7 @@ def test_a_commit_reaching_a_replica_that_does_not_hold_the_lock_is_committed_by
     assert response.status_code == 201, response.text
     assert response.json()["snapshots"][0]["id"] == 1
     assert forwarded(b, "answered") == 1
-    assert commit_posts(a, table) == 1  # B's request, passed on
+    assert commit_posts(a, f"/tables/{table.id}/commits") == 1  # B's, passed on
     assert sorted(r["id"] for r in pypaimon_rows(warehouse, table.id)) == list(range(10))
 
 
@@ -140,8 +141,8 @@ def test_a_forwarded_commit_is_never_passed_on_again(
 ) -> None:
     a, b = replicas
     table = create_table(a.http, *TABLE.split("."), FIELDS, partitionKeys=["dt"])
-    hold_lock(database, table, a.url, lease_ms=60_000)
-    release = release_lock_after(database, table, 1.0)
+    hold_lock(database, table.id, a.url, lease_ms=60_000)
+    release = release_lock_after(database, table.id, 1.0)
 
     # As if A had forwarded it here: B waits for the lock instead of sending it back to A.
     response = b.http.post(
@@ -153,7 +154,7 @@ def test_a_forwarded_commit_is_never_passed_on_again(
     release.join()
     assert response.status_code == 201, response.text
     assert forwarded(b, "answered") == forwarded(b, "unreachable") == 0
-    assert commit_posts(a, table) == 0
+    assert commit_posts(a, f"/tables/{table.id}/commits") == 0
 
 
 def test_a_holder_that_cannot_be_reached_is_not_waited_for_the_commit_is_made_here(
@@ -162,7 +163,7 @@ def test_a_holder_that_cannot_be_reached_is_not_waited_for_the_commit_is_made_he
     a, b = replicas
     table = create_table(a.http, *TABLE.split("."), FIELDS, partitionKeys=["dt"])
     nobody = f"http://127.0.0.1:{free_port()}"
-    hold_lock(database, table, nobody, lease_ms=1_500)  # a holder that died: its lease runs out
+    hold_lock(database, table.id, nobody, lease_ms=1_500)  # a holder that died: its lease runs out
 
     response = b.http.post(f"/tables/{table.id}/commits", json=commit_body(table, range(7)))
 
@@ -205,3 +206,22 @@ def test_writers_on_both_replicas_share_the_holders_groups_and_every_commit_land
     rows = sorted(r["id"] for r in pypaimon_rows(warehouse, table.id))
     assert rows == list(range(writers * commits * 10))
     assert forwarded(a, "answered") + forwarded(b, "answered") > 0
+
+
+def test_a_paimon_engines_rest_commit_is_forwarded_to_the_holder_too(
+    replicas: list[ServedCoordinator], database: str, warehouse: Path
+) -> None:
+    a, b = replicas
+    catalog = rest_catalog(b.url)
+    schema = pa.schema([("dt", pa.string()), ("id", pa.int64())])
+    table = create_rest_table(catalog, "sales.rest_events", schema, partition_keys=["dt"])
+    commit, messages = prepare(table, pa.table({"dt": ["2024-01-01"] * 3, "id": [1, 2, 3]}, schema=schema))
+    hold_lock(database, "sales.rest_events", a.url, lease_ms=60_000)
+    release = release_lock_after(database, "sales.rest_events", 1.0)
+
+    commit.commit(messages)  # pypaimon's own POST .../commit, to B
+
+    release.join()
+    assert forwarded(b, "answered") == 1
+    assert commit_posts(a, f"/v1/{CATALOG_NAME}/databases/sales/tables/rest_events/commit") == 1
+    assert sorted(r["id"] for r in pypaimon_rows(warehouse, "sales.rest_events")) == [1, 2, 3]

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Request, Response, status
 from coordinator.api.auth import TableWriter, reader
 from coordinator.api.deps import LockThreadsDep, ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, COMMIT_ERRORS, TABLE_ERRORS
-from coordinator.api.forwarding import Forwarder
+from coordinator.api.forwarding import at_the_holder
 from coordinator.api.params import (
     DEFAULT_PAGE,
     CommitUser,
@@ -19,7 +19,6 @@ from coordinator.api.params import (
     PageLimit,
     TableId,
 )
-from coordinator.usecases.table_hold import HeldElsewhere
 from coordinator_client.models import (
     CommitHistoryResponse,
     CommitOutcomeResponse,
@@ -52,17 +51,10 @@ async def commit(
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> CommitResponse | Response:
     """Commit a ManifestCommittable; 201 with the new snapshots, 200 with the recorded ones for a resend."""
-    forwarder: Forwarder | None = request.app.state.forwarder
-    forwardable = forwarder is not None and forwarder.may_forward(request)
     commit = partial(services.committer.commit, table_id, body, idempotency_key=idempotency_key)
-    try:
-        result = await threads.run(commit, forwardable=forwardable)
-    except HeldElsewhere as elsewhere:
-        assert forwarder is not None  # only a forwardable commit is sent elsewhere
-        answer = await forwarder.commit(request, await request.body(), elsewhere.url)
-        if answer is not None:
-            return answer
-        result = await threads.run(commit, forwardable=False)
+    result = await at_the_holder(request, threads, commit)
+    if isinstance(result, Response):
+        return result  # the holder's answer
     if result.deduplicated:
         response.status_code = status.HTTP_200_OK
     return result

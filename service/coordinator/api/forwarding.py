@@ -11,10 +11,17 @@ where it arrived. A holder that cannot be reached is not waited for: the commit 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import httpx
 from fastapi import Request, Response
 
+from coordinator.api.deps import LockThreads
 from coordinator.observability.metrics import Metrics
+from coordinator.usecases.table_hold import HeldElsewhere
+
+_T = TypeVar("_T")
 
 FORWARDED_BY = "X-Coordinator-Forwarded-By"
 """Set on a forwarded request to the advertise_url of the replica that forwarded it."""
@@ -55,3 +62,18 @@ class Forwarder:
 
     async def close(self) -> None:
         await self._client.aclose()
+
+
+async def at_the_holder(request: Request, threads: LockThreads, commit: Callable[..., _T]) -> _T | Response:
+    """`commit(forwardable=...)` here, or the answer of the replica holding the table's lock when it says
+    (HeldElsewhere) that one holds it; here after all when that one cannot be reached."""
+    forwarder: Forwarder | None = request.app.state.forwarder
+    forwardable = forwarder is not None and forwarder.may_forward(request)
+    try:
+        return await threads.run(commit, forwardable=forwardable)
+    except HeldElsewhere as elsewhere:
+        assert forwarder is not None  # only a forwardable commit is sent elsewhere
+        answer = await forwarder.commit(request, await request.body(), elsewhere.url)
+        if answer is not None:
+            return answer
+    return await threads.run(commit, forwardable=False)

@@ -149,14 +149,17 @@ class Committer:
         who = (request.commit_user, request.identifier)
         return self._answer(table_id, who, intake, idempotency_key, forwardable=forwardable)
 
-    def commit_snapshot(self, table_id: str, proposal: SnapshotProposal) -> bool:
+    def commit_snapshot(
+        self, table_id: str, proposal: SnapshotProposal, *, forwardable: bool = False
+    ) -> bool:
         """Publish a snapshot a Paimon engine finished itself (REST protocol) if it builds on the head.
 
         Returns True when it is published now or was already (a resend), False when the table's head is
         not its base: the client rebases and proposes again (see snapshot_acceptance).
 
         Raises:
-            TableNotFound, InvalidRequest, CommitConflict (a definite conflict), LockUnavailable.
+            TableNotFound, InvalidRequest, CommitConflict (a definite conflict), LockUnavailable,
+            HeldElsewhere (only when `forwardable`: see commit).
         """
         who = proposal.commit_key
 
@@ -164,7 +167,7 @@ class Committer:
             return read_proposal(proposal, table, ManifestStore.for_table(self._fileio, table))
 
         try:
-            self._answer(table_id, who, intake, None)
+            self._answer(table_id, who, intake, None, forwardable=forwardable)
         except CommitConflict as rejected:
             if rejected.conflict.retryable:
                 return False

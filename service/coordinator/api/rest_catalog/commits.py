@@ -7,9 +7,12 @@ snapshot's base: the client rebases and proposes again, as Paimon's clients do o
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from functools import partial
+
+from fastapi import APIRouter, Request, Response
 
 from coordinator.api.deps import LockThreadsDep, ServicesDep
+from coordinator.api.forwarding import at_the_holder
 from coordinator.api.rest_catalog.errors import responses
 from coordinator.api.rest_catalog.models import CommitTableRequest, CommitTableResponse
 from coordinator.api.rest_catalog.params import TablePath, TableWriter
@@ -29,6 +32,7 @@ router = APIRouter(prefix="/{prefix}/databases/{database}/tables/{table}")
 
 @router.post(
     "/commit",
+    response_model=CommitTableResponse,  # also when the replica holding the table's lock answers
     responses=responses(
         InvalidRequest, TableNotFound, CommitConflict, PayloadTooLarge, NotSupported, LockUnavailable,
         StorageUnavailable,
@@ -39,8 +43,9 @@ async def commit(
     body: CommitTableRequest,
     services: ServicesDep,
     threads: LockThreadsDep,
+    request: Request,
     _writer: TableWriter,
-) -> CommitTableResponse:
+) -> CommitTableResponse | Response:
     """`success: true` when the snapshot is published now or was already (a resend); `false` when its
     base is not the head. 404 TABLE also for a `tableId` that is not the table's uuid (it was dropped
     and created again); 409 names the files and the snapshot that won a definite conflict; 503 with
@@ -51,5 +56,8 @@ async def commit(
         snapshot_json=dict(body.snapshot),
         statistics=[dict(s) for s in body.statistics],
     )
-    published = await threads.run(services.committer.commit_snapshot, table.id, proposal)
+    commit = partial(services.committer.commit_snapshot, table.id, proposal)
+    published = await at_the_holder(request, threads, commit)
+    if isinstance(published, Response):
+        return published  # the answer of the replica holding the table's lock
     return CommitTableResponse(success=published)
