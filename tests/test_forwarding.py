@@ -124,6 +124,8 @@ def test_a_commit_reaching_a_replica_that_does_not_hold_the_lock_is_committed_by
     a, b = replicas
     table = create_table(a.http, *TABLE.split("."), FIELDS, partitionKeys=["dt"])
     hold_lock(database, table.id, a.url, lease_ms=60_000)  # A holds it (its next commit waits for the test)
+    held = b.http.get("/locks").json()["locks"]
+    assert [(lock["tableId"], lock["holderUrl"]) for lock in held] == [(table.id, a.url)]
     release = release_lock_after(database, table.id, 1.0)
 
     response = b.http.post(f"/tables/{table.id}/commits", json=commit_body(table, range(10)))

@@ -26,6 +26,9 @@ class LockModel(_Model):
     epoch: int
     acquired_at: float = Field(description="epoch seconds, lock backend clock")
     expires_at: float = Field(description="epoch seconds, lock backend clock")
+    holder_url: str | None = Field(
+        default=None, description="where the holder answers: other replicas forward commits to it"
+    )
     waiters: list[LockWaiterModel] = Field(
         default_factory=list, description="commits of this instance queued behind the holder"
     )

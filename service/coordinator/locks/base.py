@@ -30,6 +30,7 @@ class HeldLock:
     epoch: int
     acquired_at_ms: int
     expires_at_ms: int
+    holder_url: str | None = None
 
 
 class LockBackend(Protocol):

@@ -203,8 +203,9 @@ class LockTable:
                     LockRow.epoch,
                     LockRow.acquired_at_ms,
                     LockRow.expires_at_ms,
+                    LockRow.holder_url,
                 )
                 .where(LockRow.owner.is_not(None), LockRow.expires_at_ms >= now)
                 .order_by(LockRow.lock_id)
             ).all()
-            return [HeldLock(r[0], r[1] or "", int(r[2]), int(r[3]), int(r[4])) for r in rows]
+            return [HeldLock(r[0], r[1] or "", int(r[2]), int(r[3]), int(r[4]), r[5]) for r in rows]

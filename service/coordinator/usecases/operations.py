@@ -69,6 +69,7 @@ class Operations:
                     epoch=held.epoch,
                     acquired_at=held.acquired_at_ms / 1000,
                     expires_at=held.expires_at_ms / 1000,
+                    holder_url=held.holder_url,
                     waiters=waiting.get(table_id, []) if table_id else [],
                 )
             )
