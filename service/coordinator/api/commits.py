@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Response, status
+from fastapi import APIRouter, Depends, Request, Response, status
 
 from coordinator.api.auth import TableWriter, reader
+from coordinator.api.commit_body import read_commit_request, request_body_openapi
 from coordinator.api.deps import LockThreadsDep, ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, COMMIT_ERRORS, TABLE_ERRORS
 from coordinator.api.params import (
@@ -16,10 +17,10 @@ from coordinator.api.params import (
     PageLimit,
     TableId,
 )
+from coordinator.services import Services
 from coordinator_client.models import (
     CommitHistoryResponse,
     CommitOutcomeResponse,
-    CommitRequest,
     CommitResponse,
 )
 
@@ -35,10 +36,11 @@ router = APIRouter(
     "",
     status_code=status.HTTP_201_CREATED,
     responses={**COMMIT_ERRORS, 200: {"model": CommitResponse, "description": "already committed"}},
+    openapi_extra=request_body_openapi(),
 )
 async def commit(
     table_id: TableId,
-    body: CommitRequest,
+    request: Request,
     services: ServicesDep,
     threads: LockThreadsDep,
     response: Response,
@@ -46,10 +48,17 @@ async def commit(
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> CommitResponse:
     """Commit a ManifestCommittable; 201 with the new snapshots, 200 with the recorded ones for a resend."""
-    result = await threads.run(services.committer.commit, table_id, body, idempotency_key=idempotency_key)
+    body = await request.body()
+    result = await threads.run(_commit, services, table_id, body, idempotency_key)
     if result.deduplicated:
         response.status_code = status.HTTP_200_OK
     return result
+
+
+def _commit(services: Services, table_id: str, body: bytes, idempotency_key: str | None) -> CommitResponse:
+    # Validated on the commit's thread: a big body would hold the event loop for as long.
+    request = read_commit_request(body)
+    return services.committer.commit(table_id, request, idempotency_key=idempotency_key)
 
 
 @router.get("", responses=TABLE_ERRORS)
