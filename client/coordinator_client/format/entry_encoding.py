@@ -29,9 +29,12 @@ _EMPTY_ARRAY: Final = b"\x00"
 
 def zigzag(n: int) -> bytes:
     """The zig-zag varint of a long already known to be in range: how Avro writes int and long."""
-    z = (n << 1) ^ (n >> 63)
-    if z < 0x80:
-        return bytes((z,))
+    if 0 <= n < _SMALL_COUNT:
+        return _SMALL[n]
+    return _varint_of((n << 1) ^ (n >> 63))
+
+
+def _varint_of(z: int) -> bytes:
     out = bytearray()
     while z >= 0x80:
         out.append((z & 0x7F) | 0x80)
@@ -40,7 +43,14 @@ def zigzag(n: int) -> bytes:
     return bytes(out)
 
 
+_SMALL_COUNT: Final = 1 << 12
+_SMALL: Final = tuple(_varint_of(n << 1) for n in range(_SMALL_COUNT))
+"""The varints of 0 .. 4095: lengths, counts, levels and the row counts of small files, looked up."""
+
+
 def _long(n: int) -> bytes:
+    if 0 <= n < _SMALL_COUNT:
+        return _SMALL[n]
     if not _LONG_MIN <= n <= _LONG_MAX:
         raise ValueError(f"{n} does not fit an Avro long")
     return zigzag(n)

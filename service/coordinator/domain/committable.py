@@ -125,6 +125,8 @@ def resolve_committable(request: CommitRequest, shape: TableShape, *, now_millis
         total_buckets = resolver.total_buckets(message, i)
         for name, attribute, kind, source, target_list in lists:
             files: Sequence[DataFileModel] = getattr(message, attribute)
+            if not files:
+                continue
             for j, f in enumerate(files):
                 meta = resolver.data_file(f, (i, name, j), source)
                 target_list.append(ManifestEntry(kind, partition, message.bucket, total_buckets, meta))
@@ -286,30 +288,18 @@ class _Resolver:
     def data_file(self, f: DataFileModel, where: tuple[int, str, int], source: int | None) -> DataFileMeta:
         """The DataFileMeta of file `where`: (message, file list, position in it)."""
         shape = self.shape
-        i, name, j = where
-        path = f"messages[{i}].{name}[{j}]"
-        if not f.file_name.endswith(DATA_FILE_SUFFIXES):
-            raise InvalidRequest(
-                f"file name must end with one of {', '.join(DATA_FILE_SUFFIXES)}", field=f"{path}.fileName"
-            )
-        if f.min_sequence_number > f.max_sequence_number:
-            raise InvalidRequest(
-                "minSequenceNumber is greater than maxSequenceNumber", field=f"{path}.minSequenceNumber"
-            )
-        if f.delete_row_count > f.row_count:
-            raise InvalidRequest("deleteRowCount is greater than rowCount", field=f"{path}.deleteRowCount")
-        if f.level > shape.max_level:
-            raise InvalidRequest(
-                f"level {f.level} is above the table's top level {shape.max_level}", field=f"{path}.level"
-            )
-        if f.schema_id > shape.schema.id:
-            raise InvalidRequest(
-                f"schema {f.schema_id} does not exist (latest is {shape.schema.id})", field=f"{path}.schemaId"
-            )
-        for j, extra in enumerate(f.extra_files):
-            if "/" in extra or extra.startswith(".") or not extra:
-                raise InvalidRequest("extra file names must be bare names", field=f"{path}.extraFiles[{j}]")
+        if (
+            not f.file_name.endswith(DATA_FILE_SUFFIXES)
+            or f.min_sequence_number > f.max_sequence_number
+            or f.delete_row_count > f.row_count
+            or f.level > shape.max_level
+            or f.schema_id > shape.schema.id
+        ):
+            self._refuse(f, _file_path(where))
+        if f.extra_files:
+            self._check_extra_files(f.extra_files, _file_path(where))
         if shape.key_types or f.min_key or f.max_key or f.key_stats is not None:
+            path = _file_path(where)
             min_key = self.key(f.min_key, f"{path}.minKey")
             max_key = self.key(f.max_key, f"{path}.maxKey")
             if shape.key_types and shape.decode_key(min_key) > shape.decode_key(max_key):
@@ -336,3 +326,37 @@ class _Resolver:
             file_source=f.file_source if f.file_source is not None else source,
             value_stats_cols=(),
         )
+
+    def _refuse(self, f: DataFileModel, path: str) -> None:
+        """Raises the InvalidRequest for the first of a file's numbers or names that is wrong."""
+        shape = self.shape
+        if not f.file_name.endswith(DATA_FILE_SUFFIXES):
+            raise InvalidRequest(
+                f"file name must end with one of {', '.join(DATA_FILE_SUFFIXES)}", field=f"{path}.fileName"
+            )
+        if f.min_sequence_number > f.max_sequence_number:
+            raise InvalidRequest(
+                "minSequenceNumber is greater than maxSequenceNumber", field=f"{path}.minSequenceNumber"
+            )
+        if f.delete_row_count > f.row_count:
+            raise InvalidRequest("deleteRowCount is greater than rowCount", field=f"{path}.deleteRowCount")
+        if f.level > shape.max_level:
+            raise InvalidRequest(
+                f"level {f.level} is above the table's top level {shape.max_level}", field=f"{path}.level"
+            )
+        if f.schema_id > shape.schema.id:
+            raise InvalidRequest(
+                f"schema {f.schema_id} does not exist (latest is {shape.schema.id})", field=f"{path}.schemaId"
+            )
+
+    @staticmethod
+    def _check_extra_files(extra_files: list[str], path: str) -> None:
+        for j, extra in enumerate(extra_files):
+            if "/" in extra or extra.startswith(".") or not extra:
+                raise InvalidRequest("extra file names must be bare names", field=f"{path}.extraFiles[{j}]")
+
+
+def _file_path(where: tuple[int, str, int]) -> str:
+    """The field path of a file, spelled only when it is needed: a big commit has tens of thousands."""
+    message, name, position = where
+    return f"messages[{message}].{name}[{position}]"

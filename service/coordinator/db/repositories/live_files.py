@@ -283,10 +283,7 @@ def _copy(conn: Connection, rows: list[dict[str, Any]]) -> None:
     driver = conn.connection.driver_connection
     assert driver is not None
     try:
-        with (
-            driver.cursor() as cursor,
-            cursor.copy(f"COPY live_files ({', '.join(_COLUMNS)}) FROM STDIN") as copy,
-        ):
+        with driver.cursor() as cursor, cursor.copy(_COPY) as copy:
             for row in rows:
                 copy.write_row([row[c] for c in _COLUMNS])
     except psycopg.errors.UniqueViolation as taken:
