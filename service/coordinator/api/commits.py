@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request, Response, status
+from fastapi import APIRouter, BackgroundTasks, Depends, Request, Response, status
 
 from coordinator.api.auth import TableWriter, reader
+from coordinator.api.collection_pause import pause_collection
 from coordinator.api.commit_body import read_commit_request, request_body_openapi
 from coordinator.api.deps import LockThreadsDep, ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, COMMIT_ERRORS, TABLE_ERRORS
@@ -44,12 +45,19 @@ async def commit(
     services: ServicesDep,
     threads: LockThreadsDep,
     response: Response,
+    background: BackgroundTasks,
     _writer: TableWriter,
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> CommitResponse:
     """Commit a ManifestCommittable; 201 with the new snapshots, 200 with the recorded ones for a resend."""
     body = await request.body()
-    result = await threads.run(_commit, services, table_id, body, idempotency_key)
+    resume = pause_collection(len(body))
+    try:
+        result = await threads.run(_commit, services, table_id, body, idempotency_key)
+    except BaseException:
+        resume()
+        raise
+    background.add_task(resume)  # after the answer is sent
     if result.deduplicated:
         response.status_code = status.HTTP_200_OK
     return result

@@ -203,7 +203,11 @@ class _Resolver:
         cache_key: tuple[tuple[str, str, object], ...] | None
         try:
             # The type is part of the key: 1, 1.0 and true are equal in Python, not in a partition.
-            cache_key = tuple(sorted((k, type(v).__name__, v) for k, v in values.items()))
+            if len(values) == 1:
+                ((name, value),) = values.items()
+                cache_key = ((name, type(value).__name__, value),)
+            else:
+                cache_key = tuple(sorted((k, type(v).__name__, v) for k, v in values.items()))
             cached = self._partitions.get(cache_key)
         except TypeError:  # a list or an object as a value: invalid, and said so below
             cache_key = cached = None
