@@ -193,7 +193,7 @@ def replace_index(conn: Connection, table_id: str, snapshot_id: int, live: Itera
     """Build the index afresh from a snapshot's live files (a table the index has not seen)."""
     conn.execute(delete(_T).where(_T.c.table_id == table_id))
     encoder = EntryEncoder()
-    batch: list[dict[str, Any]] = []
+    batch: list[_Row] = []
     for entry in live:
         batch.append(_row(table_id, entry, None, encoder))
         if len(batch) >= 10_000:
@@ -227,23 +227,28 @@ def _indexed(rows: Iterable[Any]) -> Iterator[IndexedFile]:
         yield IndexedFile(decode_entry(bytes(blob)), added_in, removed_in)
 
 
-def _row(table_id: str, entry: ManifestEntry, added_in: int | None, encoder: EntryEncoder) -> dict[str, Any]:
-    partition, bucket, level, name = file_key(entry)
-    return {
-        "table_id": table_id,
-        "partition": partition,
-        "bucket": bucket,
-        "level": level,
-        "file_name": name,
-        "total_buckets": entry.total_buckets,
-        "max_sequence_number": entry.file.max_sequence_number,
-        "added_in": added_in,
-        "removed_in": None,
-        "entry": encoder.encode(entry),
-    }
+_Row = tuple[str, bytes, int, int, str, int, int, int | None, None, bytes]
+"""A row of `live_files`, its values in the order of `_COLUMNS`."""
 
 
-def _insert(conn: Connection, rows: list[dict[str, Any]]) -> None:
+def _row(table_id: str, entry: ManifestEntry, added_in: int | None, encoder: EntryEncoder) -> _Row:
+    """The values of an entry's row, in the order of `_COLUMNS`."""
+    file = entry.file
+    return (
+        table_id,
+        entry.partition,
+        entry.bucket,
+        file.level,
+        file.file_name,
+        entry.total_buckets,
+        file.max_sequence_number,
+        added_in,
+        None,
+        encoder.encode(entry),
+    )
+
+
+def _insert(conn: Connection, rows: list[_Row]) -> None:
     """Insert rows, reviving removed rows of the same keys (a file re-added under its old identity).
 
     On PostgreSQL many rows go in by one COPY, tried under a savepoint: a row whose key is already
@@ -256,7 +261,7 @@ def _insert(conn: Connection, rows: list[dict[str, Any]]) -> None:
             return
         except IntegrityError:
             pass
-    conn.execute(_upsert(conn), rows)
+    conn.execute(_upsert(conn), [dict(zip(_COLUMNS, row, strict=True)) for row in rows])
 
 
 COPY_FROM = 100
@@ -279,13 +284,13 @@ _COLUMNS = (
 _COPY = f"COPY live_files ({', '.join(_COLUMNS)}) FROM STDIN"
 
 
-def _copy(conn: Connection, rows: list[dict[str, Any]]) -> None:
+def _copy(conn: Connection, rows: list[_Row]) -> None:
     driver = conn.connection.driver_connection
     assert driver is not None
     try:
         with driver.cursor() as cursor, cursor.copy(_COPY) as copy:
             for row in rows:
-                copy.write_row([row[c] for c in _COLUMNS])
+                copy.write_row(row)
     except psycopg.errors.UniqueViolation as taken:
         raise IntegrityError("COPY live_files", None, taken) from taken
 
