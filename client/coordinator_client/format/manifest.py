@@ -12,11 +12,14 @@ described in its list, in `format.manifest_meta`.
 from __future__ import annotations
 
 import io
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final, TypeVar, cast
 
 import fastavro
+
+from coordinator_client.format.entry_encoding import EntryEncoder, encode_entries, zigzag
 
 # The records, imported from here by every caller of the codec.
 from coordinator_client.format.manifest_model import EMPTY_ROW
@@ -29,6 +32,12 @@ from coordinator_client.format.manifest_model import SimpleStats as SimpleStats
 
 _VERSION: Final = 2
 _CODEC: Final = "zstandard"  # Paimon's default manifest.compression is zstd
+_SYNC_INTERVAL: Final = 64_000  # Java Avro's
+
+if sys.version_info >= (3, 14):
+    from compression import zstd
+else:
+    from backports import zstd  # fastavro's own zstandard codec uses the same
 
 _T = TypeVar("_T")
 
@@ -166,41 +175,6 @@ def _list_or_none(values: tuple[Any, ...] | None) -> list[Any] | None:
     return None if values is None else list(values)
 
 
-def _entry_record(entry: ManifestEntry) -> dict[str, Any]:
-    f = entry.file
-    return {
-        "_VERSION": _VERSION,
-        "_KIND": int(entry.kind),
-        "_PARTITION": entry.partition,
-        "_BUCKET": _int(entry.bucket),
-        "_TOTAL_BUCKETS": _int(entry.total_buckets),
-        "_FILE": {
-            "_FILE_NAME": f.file_name,
-            "_FILE_SIZE": _long(f.file_size),
-            "_ROW_COUNT": _long(f.row_count),
-            "_MIN_KEY": f.min_key,
-            "_MAX_KEY": f.max_key,
-            "_KEY_STATS": _stats_record(f.key_stats),
-            "_VALUE_STATS": _stats_record(f.value_stats),
-            "_MIN_SEQUENCE_NUMBER": _long(f.min_sequence_number),
-            "_MAX_SEQUENCE_NUMBER": _long(f.max_sequence_number),
-            "_SCHEMA_ID": _long(f.schema_id),
-            "_LEVEL": _int(f.level),
-            "_EXTRA_FILES": list(f.extra_files),
-            # Raw millis: the logical type would make fastavro shift naive datetimes by the local zone.
-            "_CREATION_TIME": _long(f.creation_time),
-            "_DELETE_ROW_COUNT": _long(f.delete_row_count),
-            "_EMBEDDED_FILE_INDEX": f.embedded_index,
-            "_FILE_SOURCE": None if f.file_source is None else _int(f.file_source),
-            "_VALUE_STATS_COLS": _list_or_none(f.value_stats_cols),
-            "_EXTERNAL_PATH": f.external_path,
-            "_FIRST_ROW_ID": _long(f.first_row_id),
-            "_WRITE_COLS": _list_or_none(f.write_cols),
-            "_WRITE_COLS_SEQUENCES": _list_or_none(f.write_cols_sequences),
-        },
-    }
-
-
 def _meta_record(meta: ManifestFileMeta) -> dict[str, Any]:
     def small(n: int | None) -> int | None:
         return None if n is None else _int(n)
@@ -226,13 +200,34 @@ def _meta_record(meta: ManifestFileMeta) -> dict[str, Any]:
 
 def _container(schema: Any, records: Iterable[dict[str, Any]]) -> bytes:
     buffer = io.BytesIO()
-    fastavro.writer(buffer, schema, records, codec=_CODEC, sync_interval=64_000)  # Java Avro's interval
+    fastavro.writer(buffer, schema, records, codec=_CODEC, sync_interval=_SYNC_INTERVAL)
     return buffer.getvalue()
 
 
 def encode_manifest(entries: Sequence[ManifestEntry]) -> bytes:
     """Serialise manifest entries into the bytes of one Avro manifest file."""
-    return _container(_PARSED_MANIFEST, map(_entry_record, entries))
+    return manifest_container(encode_entries(entries))
+
+
+def manifest_container(records: Sequence[bytes]) -> bytes:
+    """One Avro manifest file of entries already encoded (`encode_entries`), in order.
+
+    The container fastavro would write: its header, then blocks cut as soon as they reach the sync
+    interval, each compressed with zstd and followed by the file's sync marker.
+    """
+    buffer = io.BytesIO()
+    fastavro.writer(buffer, _PARSED_MANIFEST, [], codec=_CODEC)
+    header = buffer.getvalue()
+    sync = header[-16:]
+    parts = [header]
+    start = size = 0
+    for end, record in enumerate(records, 1):
+        size += len(record)
+        if size >= _SYNC_INTERVAL or end == len(records):
+            compressed = zstd.compress(b"".join(records[start:end]))
+            parts += (zigzag(end - start), zigzag(len(compressed)), compressed, sync)
+            start, size = end, 0
+    return b"".join(parts)
 
 
 def concatenate_manifests(files: Sequence[bytes]) -> bytes | None:
@@ -253,9 +248,7 @@ def concatenate_manifests(files: Sequence[bytes]) -> bytes | None:
 
 def encode_entry(entry: ManifestEntry) -> bytes:
     """One manifest entry as a bare Avro record of the manifest schema (no container, no schema)."""
-    buffer = io.BytesIO()
-    fastavro.schemaless_writer(buffer, _PARSED_MANIFEST, _entry_record(entry))
-    return buffer.getvalue()
+    return EntryEncoder().encode(entry)
 
 
 def encode_manifest_list(metas: Sequence[ManifestFileMeta]) -> bytes:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from functools import partial
 
-from fastapi import APIRouter, Depends, Request, Response, status
+from fastapi import APIRouter, BackgroundTasks, Depends, Request, Response, status
 
 from coordinator.api.auth import TableWriter, reader
+from coordinator.api.collection_pause import pause_collection
+from coordinator.api.commit_body import read_commit_request, request_body_openapi
 from coordinator.api.deps import LockThreadsDep, ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, COMMIT_ERRORS, TABLE_ERRORS
 from coordinator.api.forwarding import at_the_holder
@@ -19,10 +21,10 @@ from coordinator.api.params import (
     PageLimit,
     TableId,
 )
+from coordinator.services import Services
 from coordinator_client.models import (
     CommitHistoryResponse,
     CommitOutcomeResponse,
-    CommitRequest,
     CommitResponse,
 )
 
@@ -39,25 +41,44 @@ router = APIRouter(
     status_code=status.HTTP_201_CREATED,
     response_model=CommitResponse,  # also when the replica holding the table's lock answers (forwarded)
     responses={**COMMIT_ERRORS, 200: {"model": CommitResponse, "description": "already committed"}},
+    openapi_extra=request_body_openapi(),
 )
 async def commit(
     table_id: TableId,
-    body: CommitRequest,
     request: Request,
     services: ServicesDep,
     threads: LockThreadsDep,
     response: Response,
+    background: BackgroundTasks,
     _writer: TableWriter,
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> CommitResponse | Response:
     """Commit a ManifestCommittable; 201 with the new snapshots, 200 with the recorded ones for a resend."""
-    commit = partial(services.committer.commit, table_id, body, idempotency_key=idempotency_key)
-    result = await at_the_holder(request, threads, commit)
+    body = await request.body()
+    resume = pause_collection(len(body))
+    try:
+        result = await at_the_holder(
+            request, threads, partial(_commit, services, table_id, body, idempotency_key)
+        )
+    except BaseException:
+        resume()
+        raise
+    background.add_task(resume)  # after the answer is sent
     if isinstance(result, Response):
-        return result  # the holder's answer
+        return result  # the answer of the replica holding the table's lock
     if result.deduplicated:
         response.status_code = status.HTTP_200_OK
     return result
+
+
+def _commit(
+    services: Services, table_id: str, body: bytes, idempotency_key: str | None, *, forwardable: bool
+) -> CommitResponse:
+    # Validated on the commit's thread: a big body would hold the event loop for as long.
+    request = read_commit_request(body)
+    return services.committer.commit(
+        table_id, request, idempotency_key=idempotency_key, forwardable=forwardable
+    )
 
 
 @router.get("", responses=TABLE_ERRORS)

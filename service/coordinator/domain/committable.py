@@ -15,7 +15,7 @@ from pydantic import JsonValue
 
 from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest
-from coordinator_client.format.binary_row import encode_row
+from coordinator_client.format.binary_row import EMPTY_ROW, encode_row
 from coordinator_client.format.manifest import DataFileMeta, FileKind, ManifestEntry, SimpleStats
 from coordinator_client.format.snapshot import CommitKind
 from coordinator_client.format.types import DataType
@@ -105,31 +105,31 @@ def resolve_committable(request: CommitRequest, shape: TableShape, *, now_millis
     append_changelog: list[ManifestEntry] = []
     compact: list[ManifestEntry] = []
     compact_changelog: list[ManifestEntry] = []
-    # (field name, kind, file source) of each file list of a message, and where its entries go.
+    # (wire name, attribute, kind, file source) of each file list of a message, and where its entries go.
     lists = (
-        ("newFiles", FileKind.ADD, FILE_SOURCE_APPEND, append),
-        ("deletedFiles", FileKind.DELETE, None, append),
-        ("changelogFiles", FileKind.ADD, FILE_SOURCE_APPEND, append_changelog),
-        ("compactBefore", FileKind.DELETE, None, compact),
-        ("compactAfter", FileKind.ADD, FILE_SOURCE_COMPACT, compact),
-        ("compactChangelogFiles", FileKind.ADD, FILE_SOURCE_COMPACT, compact_changelog),
+        ("newFiles", "new_files", FileKind.ADD, FILE_SOURCE_APPEND, append),
+        ("deletedFiles", "deleted_files", FileKind.DELETE, None, append),
+        ("changelogFiles", "changelog_files", FileKind.ADD, FILE_SOURCE_APPEND, append_changelog),
+        ("compactBefore", "compact_before", FileKind.DELETE, None, compact),
+        ("compactAfter", "compact_after", FileKind.ADD, FILE_SOURCE_COMPACT, compact),
+        (
+            "compactChangelogFiles",
+            "compact_changelog_files",
+            FileKind.ADD,
+            FILE_SOURCE_COMPACT,
+            compact_changelog,
+        ),
     )
     for i, message in enumerate(request.messages):
-        path = f"messages[{i}]"
-        partition = resolver.partition(message.partition, f"{path}.partition")
-        total_buckets = resolver.total_buckets(message, path)
-        for name, kind, source, target_list in lists:
-            files: Sequence[DataFileModel] = getattr(message, _snake(name))
-            target_list.extend(
-                ManifestEntry(
-                    kind,
-                    partition,
-                    message.bucket,
-                    total_buckets,
-                    resolver.data_file(f, f"{path}.{name}[{j}]", source),
-                )
-                for j, f in enumerate(files)
-            )
+        partition = resolver.partition(message.partition, i)
+        total_buckets = resolver.total_buckets(message, i)
+        for name, attribute, kind, source, target_list in lists:
+            files: Sequence[DataFileModel] = getattr(message, attribute)
+            if not files:
+                continue
+            for j, f in enumerate(files):
+                meta = resolver.data_file(f, (i, name, j), source)
+                target_list.append(ManifestEntry(kind, partition, message.bucket, total_buckets, meta))
     return ResolvedCommittable(
         request.commit_user,
         request.identifier,
@@ -161,10 +161,6 @@ def _overwrite_target(
             )
         return OverwriteTarget(partitions=frozenset(e.partition for e in append))
     return partition_spec_target(spec.partition, shape, append)
-
-
-def _snake(camel: str) -> str:
-    return "".join(f"_{c.lower()}" if c.isupper() else c for c in camel)
 
 
 def partition_spec_target(
@@ -199,17 +195,25 @@ class _Resolver:
     def __init__(self, shape: TableShape, now_millis: int) -> None:
         self.shape = shape
         self.now_millis = now_millis
-        self._partitions: dict[tuple[tuple[str, object], ...], bytes] = {}
+        self._partitions: dict[tuple[tuple[str, str, object], ...], bytes] = {}
 
-    def partition(self, values: dict[str, JsonValue], path: str) -> bytes:
+    def partition(self, values: dict[str, JsonValue], message: int) -> bytes:
+        """The BinaryRow of a message's partition, encoded once per distinct partition of the commit."""
         shape = self.shape
+        cache_key: tuple[tuple[str, str, object], ...] | None
         try:
-            cache_key = tuple(sorted(values.items()))
-            hash(cache_key)
-        except TypeError:
-            cache_key = None
-        if cache_key is not None and cache_key in self._partitions:
-            return self._partitions[cache_key]
+            # The type is part of the key: 1, 1.0 and true are equal in Python, not in a partition.
+            if len(values) == 1:
+                ((name, value),) = values.items()
+                cache_key = ((name, type(value).__name__, value),)
+            else:
+                cache_key = tuple(sorted((k, type(v).__name__, v) for k, v in values.items()))
+            cached = self._partitions.get(cache_key)
+        except TypeError:  # a list or an object as a value: invalid, and said so below
+            cache_key = cached = None
+        if cached is not None:
+            return cached
+        path = f"messages[{message}].partition"
         for name in values:
             if name not in shape.partition_names:
                 raise InvalidRequest(f"{name!r} is not a partition key of this table", field=f"{path}.{name}")
@@ -223,9 +227,12 @@ class _Resolver:
             self._partitions[cache_key] = row
         return row
 
-    def total_buckets(self, message: CommitMessageModel, path: str) -> int:
+    def total_buckets(self, message: CommitMessageModel, index: int) -> int:
         table_buckets = self.shape.bucket
         if table_buckets <= 0:
+            if message.bucket == 0 and message.total_buckets in (None, table_buckets):
+                return table_buckets
+            path = f"messages[{index}]"
             if message.bucket != 0:
                 raise InvalidRequest(
                     f"bucket {message.bucket} out of range: a bucket-unaware table writes bucket 0",
@@ -237,6 +244,7 @@ class _Resolver:
                 )
             return table_buckets
         total = table_buckets if message.total_buckets is None else message.total_buckets
+        path = f"messages[{index}]"
         if total <= 0:
             raise InvalidRequest(
                 "totalBuckets must be positive for a fixed-bucket table", field=f"{path}.totalBuckets"
@@ -281,7 +289,50 @@ class _Resolver:
             tuple(stats.null_counts),
         )
 
-    def data_file(self, f: DataFileModel, path: str, source: int | None) -> DataFileMeta:
+    def data_file(self, f: DataFileModel, where: tuple[int, str, int], source: int | None) -> DataFileMeta:
+        """The DataFileMeta of file `where`: (message, file list, position in it)."""
+        shape = self.shape
+        if (
+            not f.file_name.endswith(DATA_FILE_SUFFIXES)
+            or f.min_sequence_number > f.max_sequence_number
+            or f.delete_row_count > f.row_count
+            or f.level > shape.max_level
+            or f.schema_id > shape.schema.id
+        ):
+            self._refuse(f, _file_path(where))
+        if f.extra_files:
+            self._check_extra_files(f.extra_files, _file_path(where))
+        if shape.key_types or f.min_key or f.max_key or f.key_stats is not None:
+            path = _file_path(where)
+            min_key = self.key(f.min_key, f"{path}.minKey")
+            max_key = self.key(f.max_key, f"{path}.maxKey")
+            if shape.key_types and shape.decode_key(min_key) > shape.decode_key(max_key):
+                raise InvalidRequest("minKey is greater than maxKey", field=f"{path}.minKey")
+            key_stats = self.key_stats(f.key_stats, min_key, max_key, f"{path}.keyStats")
+        else:  # an append table's file: no key, no key statistics
+            min_key = max_key = EMPTY_ROW
+            key_stats = SimpleStats.EMPTY
+        return DataFileMeta(
+            file_name=f.file_name,
+            file_size=f.file_size,
+            row_count=f.row_count,
+            min_key=min_key,
+            max_key=max_key,
+            key_stats=key_stats,
+            value_stats=SimpleStats.EMPTY,
+            min_sequence_number=f.min_sequence_number,
+            max_sequence_number=f.max_sequence_number,
+            schema_id=f.schema_id,
+            level=f.level,
+            extra_files=tuple(f.extra_files),
+            creation_time=f.creation_time if f.creation_time is not None else self.now_millis,
+            delete_row_count=f.delete_row_count,
+            file_source=f.file_source if f.file_source is not None else source,
+            value_stats_cols=(),
+        )
+
+    def _refuse(self, f: DataFileModel, path: str) -> None:
+        """Raises the InvalidRequest for the first of a file's numbers or names that is wrong."""
         shape = self.shape
         if not f.file_name.endswith(DATA_FILE_SUFFIXES):
             raise InvalidRequest(
@@ -301,28 +352,15 @@ class _Resolver:
             raise InvalidRequest(
                 f"schema {f.schema_id} does not exist (latest is {shape.schema.id})", field=f"{path}.schemaId"
             )
-        for j, extra in enumerate(f.extra_files):
+
+    @staticmethod
+    def _check_extra_files(extra_files: list[str], path: str) -> None:
+        for j, extra in enumerate(extra_files):
             if "/" in extra or extra.startswith(".") or not extra:
                 raise InvalidRequest("extra file names must be bare names", field=f"{path}.extraFiles[{j}]")
-        min_key = self.key(f.min_key, f"{path}.minKey")
-        max_key = self.key(f.max_key, f"{path}.maxKey")
-        if shape.key_types and shape.decode_key(min_key) > shape.decode_key(max_key):
-            raise InvalidRequest("minKey is greater than maxKey", field=f"{path}.minKey")
-        return DataFileMeta(
-            file_name=f.file_name,
-            file_size=f.file_size,
-            row_count=f.row_count,
-            min_key=min_key,
-            max_key=max_key,
-            key_stats=self.key_stats(f.key_stats, min_key, max_key, f"{path}.keyStats"),
-            value_stats=SimpleStats.EMPTY,
-            min_sequence_number=f.min_sequence_number,
-            max_sequence_number=f.max_sequence_number,
-            schema_id=f.schema_id,
-            level=f.level,
-            extra_files=tuple(f.extra_files),
-            creation_time=f.creation_time if f.creation_time is not None else self.now_millis,
-            delete_row_count=f.delete_row_count,
-            file_source=f.file_source if f.file_source is not None else source,
-            value_stats_cols=(),
-        )
+
+
+def _file_path(where: tuple[int, str, int]) -> str:
+    """The field path of a file, spelled only when it is needed: a big commit has tens of thousands."""
+    message, name, position = where
+    return f"messages[{message}].{name}[{position}]"

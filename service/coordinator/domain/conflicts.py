@@ -22,7 +22,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from coordinator.domain.live_files import Identifier, LiveFiles
+from coordinator.domain.live_files import LiveFiles
 from coordinator_client.format.manifest import FileKind, ManifestEntry
 from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import ConflictType
@@ -126,19 +126,27 @@ def _check_bucket_count(live: LiveFiles, delta: Sequence[ManifestEntry]) -> None
 
 
 def _check_files(live: LiveFiles, delta: Sequence[ManifestEntry]) -> None:
-    seen: set[Identifier] = set()
-    for entry in delta:
-        ident = entry.identifier
-        if ident in seen:
-            raise Conflict(
-                "DUPLICATE_FILE",
-                f"file {entry.file.file_name} appears twice in the commit",
-                partition=entry.partition,
-                bucket=entry.bucket,
-                files=(entry.file.file_name,),
-            )
-        seen.add(ident)
-    missing = [e for e in delta if e.kind == FileKind.DELETE and e.identifier not in live.entries]
+    # One identifier per entry, made once: a big commit checks tens of thousands.
+    idents = [entry.identifier for entry in delta]
+    seen = set(idents)
+    if len(seen) < len(idents):
+        seen.clear()
+        for entry, ident in zip(delta, idents, strict=True):
+            if ident in seen:
+                raise Conflict(
+                    "DUPLICATE_FILE",
+                    f"file {entry.file.file_name} appears twice in the commit",
+                    partition=entry.partition,
+                    bucket=entry.bucket,
+                    files=(entry.file.file_name,),
+                )
+            seen.add(ident)
+    live_entries = live.entries
+    missing = [
+        e
+        for e, ident in zip(delta, idents, strict=True)
+        if e.kind == FileKind.DELETE and ident not in live_entries
+    ]
     if missing:
         winner = next(
             (live.removed_in[e.identifier] for e in missing if e.identifier in live.removed_in), None
@@ -153,7 +161,15 @@ def _check_files(live: LiveFiles, delta: Sequence[ManifestEntry]) -> None:
             files=tuple(e.file.file_name for e in missing),
             winning_snapshot_id=winner if winner is not None else (live.snapshot_id or None),
         )
-    duplicates = [e for e in delta if e.kind == FileKind.ADD and e.identifier in live.entries]
+    duplicates = (
+        [
+            e
+            for e, ident in zip(delta, idents, strict=True)
+            if e.kind == FileKind.ADD and ident in live_entries
+        ]
+        if live_entries
+        else []
+    )
     if duplicates:
         first = duplicates[0]
         raise Conflict(

@@ -26,6 +26,7 @@ class TableShape:
     max_level: int
     default_partition_name: str
     _decoded: dict[bytes, tuple[object, ...]] = field(default_factory=dict, compare=False, repr=False)
+    _dirs: dict[bytes, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, schema: TableSchema) -> TableShape:
@@ -78,12 +79,16 @@ class TableShape:
         return [to_json_value(v, t) for v, t in zip(self.decode_key(row), self.key_types, strict=True)]
 
     def partition_dir(self, row: bytes) -> str:
-        return partition_path(
-            self.partition_names,
-            self.decode_partition(row),
-            self.partition_types,
-            default_name=self.default_partition_name,
-        )
+        """The folder of a partition, memoised like its values: a commit of many files asks per file."""
+        cached = self._dirs.get(row)
+        if cached is None:
+            cached = self._dirs[row] = partition_path(
+                self.partition_names,
+                self.decode_partition(row),
+                self.partition_types,
+                default_name=self.default_partition_name,
+            )
+        return cached
 
 
 def _key_type(name: str, text: object) -> DataType:

@@ -16,6 +16,7 @@ from coordinator.domain.table_schema import TableShape
 from coordinator.storage.fileio import FileIO
 from coordinator.storage.layout import TableLayout
 from coordinator_client.format.binary_row import EMPTY_ROW
+from coordinator_client.format.entry_encoding import encode_entries
 from coordinator_client.format.manifest import (
     FileKind,
     ManifestEntry,
@@ -24,8 +25,8 @@ from coordinator_client.format.manifest import (
     concatenate_manifests,
     decode_manifest,
     decode_manifest_list,
-    encode_manifest,
     encode_manifest_list,
+    manifest_container,
 )
 from coordinator_client.format.manifest_meta import combined_meta, manifest_file_meta, partition_stats
 from coordinator_client.format.snapshot import Snapshot
@@ -38,30 +39,34 @@ CACHED_ENTRIES = 200_000
 """Entries of small manifests kept decoded per table (a few hundred bytes each)."""
 
 _SAMPLE = 512
-"""Entries encoded to estimate an entry's encoded size before the first roll."""
+"""Entries compressed to estimate an entry's size in a manifest before the first cut."""
 
 
 def roll(entries: Sequence[ManifestEntry], target: int) -> Iterator[tuple[list[ManifestEntry], bytes]]:
     """Encoded manifests of `entries` in order, as Paimon's rolling writer cuts them: a manifest is
     closed once it reaches `target` bytes, so only the last may be smaller. A manifest just short of
-    the target would count as small forever and keep the merge busy on every commit."""
+    the target would count as small forever and keep the merge busy on every commit.
+
+    Every entry is encoded once; trying a cut only compresses the records again.
+    """
     start, total = 0, len(entries)
     if not total:
         return
-    sample = entries[:_SAMPLE]
-    data = encode_manifest(sample)
+    records = encode_entries(entries)
+    sample = records[:_SAMPLE]
+    data = manifest_container(sample)
     if total <= _SAMPLE and len(data) < target:
         yield list(entries), data
         return
     per_entry = len(data) / max(1, len(sample))
     while start < total:
         end = min(total, start + max(1, math.ceil(target / per_entry)))
-        data = encode_manifest(entries[start:end])
+        data = manifest_container(records[start:end])
         while len(data) < target and end < total:
             # Compression makes the size per entry vary: grow by the estimated shortfall, plus a margin.
             per_entry = len(data) / (end - start)
             end = min(total, end + max(1, math.ceil((target - len(data)) / per_entry * 1.1)))
-            data = encode_manifest(entries[start:end])
+            data = manifest_container(records[start:end])
         yield list(entries[start:end]), data
         per_entry = len(data) / (end - start)
         start = end

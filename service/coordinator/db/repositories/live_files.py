@@ -11,11 +11,14 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any, cast
 
+import psycopg
 from sqlalchemy import Connection, Table, and_, bindparam, delete, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
 
 from coordinator.db.models import LiveFileRow, LiveIndexRow
-from coordinator_client.format.manifest import FileKind, ManifestEntry, decode_entry, encode_entry
+from coordinator_client.format.entry_encoding import EntryEncoder
+from coordinator_client.format.manifest import FileKind, ManifestEntry, decode_entry
 
 FileKey = tuple[bytes, int, int, str]
 """(partition, bucket, level, file name): a file's row in the index."""
@@ -153,7 +156,8 @@ def apply_delta(
 ) -> None:
     """Advance the index by one snapshot's entries; removed rows older than `forget_before` go."""
     prefer_index(conn)
-    added = [_row(table_id, e, snapshot_id) for e in entries if e.kind == FileKind.ADD]
+    encoder = EntryEncoder()
+    added = [_row(table_id, e, snapshot_id, encoder) for e in entries if e.kind == FileKind.ADD]
     removed = [e for e in entries if e.kind == FileKind.DELETE]
     if removed:
         statement = (
@@ -177,7 +181,7 @@ def apply_delta(
             ],
         )
     if added:
-        conn.execute(_upsert(conn), added)
+        _insert(conn, added)
     conn.execute(
         delete(_T).where(
             _T.c.table_id == table_id, _T.c.removed_in.is_not(None), _T.c.removed_in < forget_before
@@ -188,14 +192,15 @@ def apply_delta(
 def replace_index(conn: Connection, table_id: str, snapshot_id: int, live: Iterable[ManifestEntry]) -> None:
     """Build the index afresh from a snapshot's live files (a table the index has not seen)."""
     conn.execute(delete(_T).where(_T.c.table_id == table_id))
-    batch: list[dict[str, Any]] = []
+    encoder = EntryEncoder()
+    batch: list[_Row] = []
     for entry in live:
-        batch.append(_row(table_id, entry, None))
+        batch.append(_row(table_id, entry, None, encoder))
         if len(batch) >= 10_000:
-            conn.execute(insert(_T), batch)
+            _insert(conn, batch)
             batch = []
     if batch:
-        conn.execute(insert(_T), batch)
+        _insert(conn, batch)
     set_index_snapshot(conn, table_id, snapshot_id)
 
 
@@ -222,20 +227,72 @@ def _indexed(rows: Iterable[Any]) -> Iterator[IndexedFile]:
         yield IndexedFile(decode_entry(bytes(blob)), added_in, removed_in)
 
 
-def _row(table_id: str, entry: ManifestEntry, added_in: int | None) -> dict[str, Any]:
-    partition, bucket, level, name = file_key(entry)
-    return {
-        "table_id": table_id,
-        "partition": partition,
-        "bucket": bucket,
-        "level": level,
-        "file_name": name,
-        "total_buckets": entry.total_buckets,
-        "max_sequence_number": entry.file.max_sequence_number,
-        "added_in": added_in,
-        "removed_in": None,
-        "entry": encode_entry(entry),
-    }
+_Row = tuple[str, bytes, int, int, str, int, int, int | None, None, bytes]
+"""A row of `live_files`, its values in the order of `_COLUMNS`."""
+
+
+def _row(table_id: str, entry: ManifestEntry, added_in: int | None, encoder: EntryEncoder) -> _Row:
+    """The values of an entry's row, in the order of `_COLUMNS`."""
+    file = entry.file
+    return (
+        table_id,
+        entry.partition,
+        entry.bucket,
+        file.level,
+        file.file_name,
+        entry.total_buckets,
+        file.max_sequence_number,
+        added_in,
+        None,
+        encoder.encode(entry),
+    )
+
+
+def _insert(conn: Connection, rows: list[_Row]) -> None:
+    """Insert rows, reviving removed rows of the same keys (a file re-added under its old identity).
+
+    On PostgreSQL many rows go in by one COPY, tried under a savepoint: a row whose key is already
+    there (a removed file's) fails it, and then the rows go in as an upsert instead.
+    """
+    if conn.dialect.name == "postgresql" and len(rows) >= COPY_FROM:
+        try:
+            with conn.begin_nested():
+                _copy(conn, rows)
+            return
+        except IntegrityError:
+            pass
+    conn.execute(_upsert(conn), [dict(zip(_COLUMNS, row, strict=True)) for row in rows])
+
+
+COPY_FROM = 100
+"""Rows from which PostgreSQL gets them by COPY: a commit of thousands of files sends them as one stream
+instead of one bound statement each (executemany), and a 1-file commit keeps its single INSERT."""
+
+_COLUMNS = (
+    "table_id",
+    "partition",
+    "bucket",
+    "level",
+    "file_name",
+    "total_buckets",
+    "max_sequence_number",
+    "added_in",
+    "removed_in",
+    "entry",
+)
+
+_COPY = f"COPY live_files ({', '.join(_COLUMNS)}) FROM STDIN"
+
+
+def _copy(conn: Connection, rows: list[_Row]) -> None:
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    try:
+        with driver.cursor() as cursor, cursor.copy(_COPY) as copy:
+            for row in rows:
+                copy.write_row(row)
+    except psycopg.errors.UniqueViolation as taken:
+        raise IntegrityError("COPY live_files", None, taken) from taken
 
 
 def _upsert(conn: Connection) -> Any:
