@@ -37,6 +37,10 @@ Delta = tuple[int, Sequence[ManifestEntry]]
 REMEMBER_REMOVED = 1000
 """Snapshots for which a removed file's row stays, so a conflict can name the snapshot that removed it."""
 
+FORGET_EVERY = 64
+"""Removed rows past REMEMBER_REMOVED are deleted at every this-many-th snapshot, not at each: a 1-file
+commit saves a statement, and a row is remembered at most this many snapshots longer."""
+
 MAX_DELTA_REPLAY = 64
 """Past this many snapshots behind, the index is rebuilt from the latest snapshot instead."""
 
@@ -122,7 +126,9 @@ def advance(conn: Connection, table_id: str, deltas: Sequence[Delta]) -> None:
 def apply(conn: Connection, table_id: str, delta: Delta) -> None:
     """Advance the index by one snapshot's delta, inside the caller's transaction."""
     snapshot_id, entries = delta
-    index.apply_delta(conn, table_id, snapshot_id, entries, forget_before=snapshot_id - REMEMBER_REMOVED)
+    forget = snapshot_id % FORGET_EVERY == 0
+    forget_before = snapshot_id - REMEMBER_REMOVED if forget else None
+    index.apply_delta(conn, table_id, snapshot_id, entries, forget_before=forget_before)
 
 
 def _replaced(conn: Connection, table: Table, target: OverwriteTarget) -> list[index.IndexedFile]:

@@ -152,13 +152,20 @@ def max_sequence_numbers(
 
 
 def apply_delta(
-    conn: Connection, table_id: str, snapshot_id: int, entries: Sequence[ManifestEntry], *, forget_before: int
+    conn: Connection,
+    table_id: str,
+    snapshot_id: int,
+    entries: Sequence[ManifestEntry],
+    *,
+    forget_before: int | None,
 ) -> None:
-    """Advance the index by one snapshot's entries; removed rows older than `forget_before` go."""
-    prefer_index(conn)
+    """Advance the index by one snapshot's entries; removed rows older than `forget_before` go (None:
+    none this time)."""
     encoder = EntryEncoder()
     added = [_row(table_id, e, snapshot_id, encoder) for e in entries if e.kind == FileKind.ADD]
     removed = [e for e in entries if e.kind == FileKind.DELETE]
+    if removed or forget_before is not None:
+        prefer_index(conn)  # key probes; an insert needs no plan
     if removed:
         statement = (
             update(_T)
@@ -182,11 +189,12 @@ def apply_delta(
         )
     if added:
         _insert(conn, added)
-    conn.execute(
-        delete(_T).where(
-            _T.c.table_id == table_id, _T.c.removed_in.is_not(None), _T.c.removed_in < forget_before
+    if forget_before is not None:
+        conn.execute(
+            delete(_T).where(
+                _T.c.table_id == table_id, _T.c.removed_in.is_not(None), _T.c.removed_in < forget_before
+            )
         )
-    )
 
 
 def replace_index(conn: Connection, table_id: str, snapshot_id: int, live: Iterable[ManifestEntry]) -> None:
@@ -204,10 +212,15 @@ def replace_index(conn: Connection, table_id: str, snapshot_id: int, live: Itera
     set_index_snapshot(conn, table_id, snapshot_id)
 
 
+_SET_INDEX_SNAPSHOT = (
+    update(LiveIndexRow)
+    .where(LiveIndexRow.table_id == bindparam("b_table"))
+    .values(snapshot_id=bindparam("b_snapshot"))
+)
+
+
 def set_index_snapshot(conn: Connection, table_id: str, snapshot_id: int) -> None:
-    updated = conn.execute(
-        update(LiveIndexRow).where(LiveIndexRow.table_id == table_id).values(snapshot_id=snapshot_id)
-    )
+    updated = conn.execute(_SET_INDEX_SNAPSHOT, {"b_table": table_id, "b_snapshot": snapshot_id})
     if updated.rowcount == 0:
         conn.execute(insert(LiveIndexRow), [{"table_id": table_id, "snapshot_id": snapshot_id}])
 
@@ -297,7 +310,11 @@ def _copy(conn: Connection, rows: list[_Row]) -> None:
 
 def _upsert(conn: Connection) -> Any:
     """INSERT, or revive a removed row of the same key (a file re-added under its old identity)."""
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    return _UPSERTS[conn.dialect.name]
+
+
+def _upsert_for(dialect: Any) -> Any:
+    """Built once per dialect: on a 1-file commit, building it cost more than running it."""
     statement = dialect.insert(_T)
     excluded = statement.excluded
     return statement.on_conflict_do_update(
@@ -310,6 +327,9 @@ def _upsert(conn: Connection) -> Any:
             "entry": excluded.entry,
         },
     )
+
+
+_UPSERTS = {"postgresql": _upsert_for(postgresql), "sqlite": _upsert_for(sqlite)}
 
 
 def _chunks(values: Iterable[Any]) -> Iterator[list[Any]]:
