@@ -16,10 +16,10 @@ from sqlalchemy import Connection, Engine
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
 from coordinator.domain.conflicts import Conflict
-from coordinator.domain.table_stats import FileDelta
+from coordinator.domain.table_stats import FileDelta, combined, file_delta
 from coordinator.errors import CommitConflict, CoordinatorError, TableNotFound
 from coordinator.usecases import live_index
-from coordinator.usecases.commit_queue import PendingCommit
+from coordinator.usecases.commit_queue import PendingCommit, timed_together
 from coordinator.usecases.live_index import Delta
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.table_hold import Hold, unplaced_conflict
@@ -134,6 +134,37 @@ def replay_recorded(engine: Engine, table: Table, group: Sequence[PendingCommit]
         else:
             result.replayed.append((member, recorded_answer(stored)))
     return result
+
+
+def record_group(
+    engine: Engine, hold: Hold, table: Table, previous_id: int, result: GroupResult, now: float
+) -> list[SnapshotFile]:
+    """The group's commit point (when it committed anything); returns the snapshot files to publish.
+
+    Raises:
+        TableChanged: the table row is another table or schema now (also for a group of rejections
+            only, which are recorded without a commit point: not into a table that replaced ours).
+        Conflict: LOCK_LOST or LATEST_SNAPSHOT_MOVED (see commit_point).
+    """
+    files = [SnapshotFile.of(s) for m in result.committed for s in m.snapshots]
+    if result.committed:
+        built: list[Delta] = [b for m in result.committed for b in m.built()]
+        change = TableChange(
+            table,
+            previous_id,
+            files,
+            [history_row(m, now) for m in result.committed],
+            combined(file_delta(entries) for _, entries in built),
+            now,
+            built,
+        )
+        with timed_together(result.committed, "commitPoint"):
+            commit_point(hold, [change])
+    elif result.rejected:
+        with read_only(engine) as conn:
+            if repo.table_version(conn, table.id) != version_of(table):
+                raise TableChanged(table.id)
+    return files
 
 
 def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:

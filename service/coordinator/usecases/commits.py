@@ -24,13 +24,11 @@ from coordinator.db.engine import read_only
 from coordinator.db.repositories import live_files
 from coordinator.domain.committable import ResolvedCommittable, resolve_committable
 from coordinator.domain.conflicts import Conflict
-from coordinator.domain.table_stats import combined, file_delta
 from coordinator.errors import (
     CommitConflict,
     DataFileMissing,
     InvalidRequest,
     LockUnavailable,
-    StorageUnavailable,
     TableNotFound,
 )
 from coordinator.observability.commit_events import CommitEvents, Outcome
@@ -46,15 +44,13 @@ from coordinator.usecases.commit_queue import (
 )
 from coordinator.usecases.commit_records import (
     GroupResult,
-    TableChange,
     TableChanged,
     answer_from_record,
     answers_proposal,
-    commit_point,
     conflict_model,
     current_context,
-    history_row,
     record_finish,
+    record_group,
     recorded_answer,
     replay_recorded,
 )
@@ -62,9 +58,8 @@ from coordinator.usecases.file_checks import FileChecks
 from coordinator.usecases.live_index import LiveIndex
 from coordinator.usecases.manifests import ManifestStore
 from coordinator.usecases.member_decision import Decider, decide_member
-from coordinator.usecases.publication import Publication, SnapshotTaken
+from coordinator.usecases.publication import Publication
 from coordinator.usecases.reapplication import reapplying
-from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.snapshot_proposals import ProposedSnapshot, SnapshotProposal, read_proposal
 from coordinator.usecases.table_hold import HeldElsewhere, Hold, TableHolds
 from coordinator.usecases.table_state import TableState, TableStates
@@ -289,11 +284,9 @@ class Committer:
                     return self._queue(table.id).run(
                         pending, lambda take: self._commit_group(table, take, forwardable=forwardable)
                     )
-            except HeldElsewhere:
+            except HeldElsewhere:  # a forwardable leader sent the queue elsewhere
                 if forwardable:
-                    raise
-                # A forwardable leader sent the queue elsewhere; this commit may not go: it queues again,
-                # and leads a group that waits for the lock here if no forwardable commit leads first.
+                    raise  # this one goes too; one that may not go queues again and waits here
 
     def close(self) -> None:
         self._file_checks.close()
@@ -374,25 +367,7 @@ class Committer:
                     result.later.extend(group[index + 1 :])
                     self._states.invalidate(table.id)
                     break
-            files = [SnapshotFile.of(s) for m in result.committed for s in m.snapshots]
-            if result.committed:
-                now = self._clock.now()
-                change = TableChange(
-                    table,
-                    previous_id,
-                    files,
-                    [history_row(m, now) for m in result.committed],
-                    combined(file_delta(entries) for m in result.committed for _, entries in m.built()),
-                    now,
-                    [built for m in result.committed for built in m.built()],
-                )
-                with timed_together(result.committed, "commitPoint"):
-                    commit_point(hold, [change])
-            elif result.rejected:
-                # Rejections are recorded without a commit point: not into a table that replaced ours.
-                with read_only(self._engine) as conn:
-                    if repo.table_version(conn, table.id) != version_of(table):
-                        raise TableChanged(table.id)
+            files = record_group(self._engine, hold, table, previous_id, result, self._clock.now())
         except TableChanged:
             # Dropped and created again, or its schema changed, after our look at the row: nothing of
             # the group was written, and the next group looks again and decides everyone anew. The
@@ -417,20 +392,7 @@ class Committer:
             raise
         state.manifests.keep_written()
         with timed_together(result.committed, "publish"):
-            try:
-                self.publication.write(table, files)
-            except SnapshotTaken as taken:
-                # Our snapshots from the taken id on were never visible: forgotten, and their members
-                # decided again on top of the outsider's snapshot.
-                self.publication.forget_taken(table, taken.snapshot_id)
-                result.requeue_from(taken.snapshot_id)
-            except StorageUnavailable as failed:
-                raise StorageUnavailable(
-                    f"recorded as snapshot(s) up to {files[-1].id}, but publishing failed "
-                    f"({failed.message}); the next commit to the table, or a resend of this one, "
-                    "publishes it",
-                    retry_after_seconds=failed.retry_after_seconds,
-                ) from failed
+            self.publication.publish_group(table, files, result)
         return result
 
     def _discard(self, table: Table, state: TableState) -> None:

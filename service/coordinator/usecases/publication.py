@@ -32,8 +32,10 @@ from coordinator.db import repositories as repo
 from coordinator.db.engine import autocommit, read_only
 from coordinator.db.repositories import live_files as index
 from coordinator.domain.committable import ResolvedCommittable
+from coordinator.errors import StorageUnavailable
 from coordinator.observability.metrics import Metrics
 from coordinator.storage.fileio import FileIO
+from coordinator.usecases.commit_records import GroupResult
 from coordinator.usecases.live_index import LiveIndex
 from coordinator.usecases.reapplication import reapplication
 from coordinator.usecases.snapshot_file import SnapshotFile
@@ -200,6 +202,29 @@ class Publication:
         self.write(table, files)
         with autocommit(self._bookkeeping) as conn:
             repo.mark_published(conn, table.id, through=files[-1].id)
+
+    def publish_group(self, table: Table, files: Sequence[SnapshotFile], result: GroupResult) -> None:
+        """After a group's commit point: its snapshot files on storage. When an outside writer took one
+        of their ids first, the members from there on are forgotten and decided again on top of it.
+
+        Raises:
+            StorageUnavailable: the store failed; the snapshots stand recorded, and the next commit to
+                the table (or a resend) publishes them.
+        """
+        try:
+            self.write(table, files)
+        except SnapshotTaken as taken:
+            # Our snapshots from the taken id on were never visible: forgotten, and their members
+            # decided again on top of the outsider's snapshot.
+            self.forget_taken(table, taken.snapshot_id)
+            result.requeue_from(taken.snapshot_id)
+        except StorageUnavailable as failed:
+            raise StorageUnavailable(
+                f"recorded as snapshot(s) up to {files[-1].id}, but publishing failed "
+                f"({failed.message}); the next commit to the table, or a resend of this one, "
+                "publishes it",
+                retry_after_seconds=failed.retry_after_seconds,
+            ) from failed
 
     def write(self, table: Table, files: Sequence[SnapshotFile]) -> None:
         """snapshot-N create-if-absent (never overwritten), then the LATEST hint.
