@@ -18,6 +18,16 @@ from coordinator.openapi_spec import openapi_document
 SPEC = Path(__file__).resolve().parents[1] / "openapi" / "openapi.json"
 
 
+def test_the_commit_body_is_documented_by_name_though_the_route_reads_its_bytes() -> None:
+    document = openapi_document()
+    body = document["paths"]["/tables/{table_id}/commits"]["post"]["requestBody"]
+    assert body["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/CommitRequest"}
+    schemas = document["components"]["schemas"]
+    messages = schemas["CommitRequest"]["properties"]["messages"]
+    assert messages["items"] == {"$ref": "#/components/schemas/CommitMessageModel"}
+    assert "DataFileModel" in schemas
+
+
 def test_openapi_document_has_not_drifted() -> None:
     committed = json.loads(SPEC.read_text())
     assert committed == openapi_document(), (

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 
 from coordinator.api import commits, dashboard, maintenance, ops, rest_catalog, snapshots, tables
 from coordinator.api.body_limit import BodyLimit
+from coordinator.api.commit_body import with_commit_request
 from coordinator.api.deps import LockThreads
 from coordinator.api.errors import install
 from coordinator.api.forwarding import Forwarder
@@ -57,6 +59,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     install(app)
+    generated = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = with_commit_request(generated())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     # Outermost, so the access line covers every answer, the body guard's 413 included.

@@ -37,28 +37,25 @@ def _in_body(invalid: ValidationError) -> list[dict[str, Any]]:
 
 
 def request_body_openapi() -> dict[str, Any]:
-    """The requestBody of the route's OpenAPI operation: FastAPI documents only bodies it parses itself."""
+    """The requestBody of the route's OpenAPI operation: FastAPI documents only bodies it parses itself.
+    The schema it names is added to the document by `with_commit_request`."""
     return {
         "requestBody": {
             "required": True,
-            "content": {JSON: {"schema": inline_schema(CommitRequest.model_json_schema())}},
+            "content": {JSON: {"schema": {"$ref": f"{_COMPONENTS}CommitRequest"}}},
         }
     }
 
 
-def inline_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """A JSON schema with its `$defs` references replaced by the definitions (ours are not recursive)."""
-    definitions = schema.get("$defs", {})
+def with_commit_request(document: dict[str, Any]) -> dict[str, Any]:
+    """`document` with CommitRequest and the models it names under components/schemas, where clients
+    generated from it find them by name."""
+    schema = CommitRequest.model_json_schema(ref_template=_COMPONENTS + "{model}")
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    schemas.update(schema.pop("$defs", {}))
+    schemas["CommitRequest"] = schema
+    document["components"]["schemas"] = dict(sorted(schemas.items()))
+    return document
 
-    def resolve(node: Any) -> Any:
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                return resolve(definitions[ref.removeprefix("#/$defs/")])
-            return {k: resolve(v) for k, v in node.items() if k != "$defs"}
-        if isinstance(node, list):
-            return [resolve(v) for v in node]
-        return node
 
-    resolved: dict[str, Any] = resolve(schema)
-    return resolved
+_COMPONENTS = "#/components/schemas/"
