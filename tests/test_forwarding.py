@@ -62,6 +62,16 @@ def commit_body(table: PaimonTable, ids: range) -> dict[str, Any]:
     }
 
 
+def events_table(replica: ServedCoordinator) -> PaimonTable:
+    return create_table(replica.http, *TABLE.split("."), FIELDS, partitionKeys=["dt"])
+
+
+def held_for_a_second(database: str, table_id: str, holder_url: str) -> threading.Timer:
+    """The table's lock held by the holder at `holder_url` (a long lease), released after a second."""
+    hold_lock(database, table_id, holder_url, lease_ms=60_000)
+    return release_lock_after(database, table_id, 1.0)
+
+
 def hold_lock(database: str, table_id: str, holder_url: str, *, lease_ms: int) -> None:
     """Take the table's lock as a holder answering at `holder_url` would."""
     engine = create_engine(database)
@@ -122,11 +132,10 @@ def test_a_commit_reaching_a_replica_that_does_not_hold_the_lock_is_committed_by
     replicas: list[ServedCoordinator], database: str, warehouse: Path
 ) -> None:
     a, b = replicas
-    table = create_table(a.http, *TABLE.split("."), FIELDS, partitionKeys=["dt"])
-    hold_lock(database, table.id, a.url, lease_ms=60_000)  # A holds it (its next commit waits for the test)
+    table = events_table(a)
+    release = held_for_a_second(database, table.id, a.url)  # A holds it; its next commit waits for the test
     held = b.http.get("/locks").json()["locks"]
     assert [(lock["tableId"], lock["holderUrl"]) for lock in held] == [(table.id, a.url)]
-    release = release_lock_after(database, table.id, 1.0)
 
     response = b.http.post(f"/tables/{table.id}/commits", json=commit_body(table, range(10)))
 
@@ -142,9 +151,8 @@ def test_a_forwarded_commit_is_never_passed_on_again(
     replicas: list[ServedCoordinator], database: str
 ) -> None:
     a, b = replicas
-    table = create_table(a.http, *TABLE.split("."), FIELDS, partitionKeys=["dt"])
-    hold_lock(database, table.id, a.url, lease_ms=60_000)
-    release = release_lock_after(database, table.id, 1.0)
+    table = events_table(a)
+    release = held_for_a_second(database, table.id, a.url)
 
     # As if A had forwarded it here: B waits for the lock instead of sending it back to A.
     response = b.http.post(
@@ -163,7 +171,7 @@ def test_a_holder_that_cannot_be_reached_is_not_waited_for_the_commit_is_made_he
     replicas: list[ServedCoordinator], database: str, warehouse: Path
 ) -> None:
     a, b = replicas
-    table = create_table(a.http, *TABLE.split("."), FIELDS, partitionKeys=["dt"])
+    table = events_table(a)
     nobody = f"http://127.0.0.1:{free_port()}"
     hold_lock(database, table.id, nobody, lease_ms=1_500)  # a holder that died: its lease runs out
 
@@ -178,7 +186,7 @@ def test_writers_on_both_replicas_share_the_holders_groups_and_every_commit_land
     replicas: list[ServedCoordinator], warehouse: Path
 ) -> None:
     a, b = replicas
-    table = create_table(a.http, *TABLE.split("."), FIELDS, partitionKeys=["dt"])
+    table = events_table(a)
     writers, commits = 8, 8
     answers: list[dict[str, Any]] = []
     errors: list[str] = []
@@ -218,8 +226,7 @@ def test_a_paimon_engines_rest_commit_is_forwarded_to_the_holder_too(
     schema = pa.schema([("dt", pa.string()), ("id", pa.int64())])
     table = create_rest_table(catalog, "sales.rest_events", schema, partition_keys=["dt"])
     commit, messages = prepare(table, pa.table({"dt": ["2024-01-01"] * 3, "id": [1, 2, 3]}, schema=schema))
-    hold_lock(database, "sales.rest_events", a.url, lease_ms=60_000)
-    release = release_lock_after(database, "sales.rest_events", 1.0)
+    release = held_for_a_second(database, "sales.rest_events", a.url)
 
     commit.commit(messages)  # pypaimon's own POST .../commit, to B
 

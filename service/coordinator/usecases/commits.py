@@ -142,7 +142,7 @@ class Committer:
             return resolve_committable(request, table.shape, now_millis=now_millis), None
 
         who = (request.commit_user, request.identifier)
-        return self._answer(table_id, who, intake, idempotency_key, forwardable=forwardable)
+        return self._answer(table_id, who, intake, idempotency_key, forwardable)
 
     def commit_snapshot(
         self, table_id: str, proposal: SnapshotProposal, *, forwardable: bool = False
@@ -162,7 +162,7 @@ class Committer:
             return read_proposal(proposal, table, ManifestStore.for_table(self._fileio, table))
 
         try:
-            self._answer(table_id, who, intake, None, forwardable=forwardable)
+            self._answer(table_id, who, intake, None, forwardable)
         except CommitConflict as rejected:
             if rejected.conflict.retryable:
                 return False
@@ -170,13 +170,7 @@ class Committer:
         return True
 
     def _answer(
-        self,
-        table_id: str,
-        who: tuple[str, int],
-        intake: Intake,
-        key: str | None,
-        *,
-        forwardable: bool = False,
+        self, table_id: str, who: tuple[str, int], intake: Intake, key: str | None, forwardable: bool
     ) -> CommitResponse:
         """Any door's commit, from its request to its answer, logged and counted."""
         started = time.perf_counter()

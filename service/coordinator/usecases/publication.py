@@ -48,13 +48,6 @@ from coordinator_client.format.snapshot import LATEST, Snapshot, format_hint
 log = logging.getLogger(__name__)
 
 
-class _ReadIt:
-    """Passed for a recorded snapshot text the callee is to read itself."""
-
-
-_READ_IT = _ReadIt()
-
-
 class SnapshotTaken(Exception):
     """A writer outside the coordinator created `snapshot-<snapshot_id>` before our publication."""
 
@@ -106,7 +99,8 @@ class Publication:
                 latest = taken.snapshot_id - 1
                 files = [f for f in files if f.id < taken.snapshot_id]
         # With nothing published just now, the head is the one the context read, and so is its text.
-        overwritten = self._overwritten(table, latest, context.head_body if not files else _READ_IT)
+        recorded = context.head_body if not files else self._published_body(table, latest)
+        overwritten = self._overwritten(table, latest, recorded)
         lost = self._take_back(table, latest, overwritten) if overwritten is not None else []
         latest = self._adopt_outside_snapshots(table, latest)
         known = {f.id: f.body for f in files}
@@ -123,7 +117,7 @@ class Publication:
 
     def head_overwritten(self, table: Table, latest: int) -> bool:
         """Whether snapshot `latest` on storage is not the one recorded (read-only: the periodic check)."""
-        return self._overwritten(table, latest) is not None
+        return self._overwritten(table, latest, self._published_body(table, latest)) is not None
 
     def _take_back(
         self, table: Table, latest: int, found: tuple[Snapshot, SnapshotFile]
@@ -174,20 +168,18 @@ class Publication:
         )
         return [reapplication(self._fileio, table, ours)]
 
-    def _overwritten(
-        self, table: Table, latest: int, recorded: str | _ReadIt | None = _READ_IT
-    ) -> tuple[Snapshot, SnapshotFile] | None:
-        """(ours as recorded, theirs as on storage) when published snapshot `latest` differs on storage.
+    def _published_body(self, table: Table, snapshot_id: int) -> str | None:
+        """The text recorded for the snapshot if it is published."""
+        with read_only(self._engine) as conn:
+            row = repo.get_snapshot(conn, table.id, snapshot_id)
+        return row.body if row is not None and row.published else None
 
-        `recorded` is the text recorded for `latest` if published (None: not published), when the caller
-        read it already."""
-        if latest == 0:
-            return None
-        if isinstance(recorded, _ReadIt):
-            with read_only(self._engine) as conn:
-                row = repo.get_snapshot(conn, table.id, latest)
-            recorded = row.body if row is not None and row.published else None
-        if recorded is None:
+    def _overwritten(
+        self, table: Table, latest: int, recorded: str | None
+    ) -> tuple[Snapshot, SnapshotFile] | None:
+        """(ours as recorded, theirs as on storage) when published snapshot `latest`, whose recorded text
+        is `recorded` (None: not published), differs on storage."""
+        if latest == 0 or recorded is None:
             return None
         try:
             stored = self._fileio.read(table.layout.snapshot(latest)).decode()
