@@ -116,9 +116,9 @@ class LiveFileRow(Base):
 
     __tablename__ = "live_files"
 
-    table_id: Mapped[str] = mapped_column(
-        String(256), ForeignKey("paimon_tables.id", ondelete="CASCADE"), primary_key=True
-    )
+    # No foreign key to paimon_tables (migration 0010): the database would check it once per row, and
+    # the snapshot row every commit point inserts beside these rows already checks the table exists.
+    table_id: Mapped[str] = mapped_column(String(256), primary_key=True)
     partition: Mapped[bytes] = mapped_column(LargeBinary, primary_key=True)
     bucket: Mapped[int] = mapped_column(Integer, primary_key=True)
     level: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -54,6 +54,8 @@ class PendingCommit:
     snapshots: list[Snapshot] = field(default_factory=list)
     deltas: dict[int, list[ManifestEntry]] = field(default_factory=dict)
     """The delta entries of each snapshot built, by snapshot id: the index advances by them."""
+    records: dict[int, list[bytes]] = field(default_factory=dict)
+    """The Avro records of those entries, by snapshot id, where the manifest write encoded them."""
     mark: float = 0.0
     """perf_counter() at the end of the last timed phase."""
     _response: CommitResponse | None = None
@@ -70,6 +72,7 @@ class PendingCommit:
         """Forget the snapshots built for it: its group is decided again, or not at all."""
         self.snapshots.clear()
         self.deltas.clear()
+        self.records.clear()
 
     def built(self) -> list[tuple[int, list[ManifestEntry]]]:
         """Each snapshot built for this commit with its delta entries, in order."""

@@ -42,6 +42,8 @@ class TableChange:
     committed_at: float
     deltas: list[Delta] = field(default_factory=list)
     """Each new snapshot's delta entries: the live-file index advances by them."""
+    records: dict[int, Sequence[bytes]] = field(default_factory=dict)
+    """The Avro records of those entries where they were encoded already, by snapshot id."""
 
 
 class TableChanged(Exception):
@@ -157,6 +159,7 @@ def record_group(
             combined(file_delta(entries) for _, entries in built),
             now,
             built,
+            {s: r for m in result.committed for s, r in m.records.items()},
         )
         with timed_together(result.committed, "commitPoint"):
             commit_point(hold, [change])
@@ -197,7 +200,7 @@ def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:
             repo.insert_snapshots(conn, table_id, [s.row(published=False) for s in change.snapshots])
             repo.insert_commits(conn, table_id, [h for h in change.history if not h.extends])
             repo.extend_committed(conn, table_id, [h for h in change.history if h.extends])
-            live_index.advance(conn, table_id, change.deltas)
+            live_index.advance(conn, table_id, change.deltas, change.records)
 
 
 def _advance(conn: Connection, change: TableChange) -> bool:

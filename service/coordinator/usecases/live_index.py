@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from sqlalchemy import Connection, Engine
 
@@ -114,21 +114,27 @@ class LiveIndex:
             )  # fmt: skip
 
 
-def advance(conn: Connection, table_id: str, deltas: Sequence[Delta]) -> None:
+def advance(
+    conn: Connection,
+    table_id: str,
+    deltas: Sequence[Delta],
+    records: Mapping[int, Sequence[bytes]] | None = None,
+) -> None:
     """Inside the commit point's transaction: advance the index by each new snapshot's delta, in order,
-    and record that it stands at the last one."""
+    and record that it stands at the last one. `records`: the deltas' entries already encoded, by
+    snapshot id, where the manifest write made them."""
     for delta in deltas:
-        apply(conn, table_id, delta)
+        apply(conn, table_id, delta, records.get(delta[0]) if records else None)
     if deltas:
         index.set_index_snapshot(conn, table_id, deltas[-1][0])
 
 
-def apply(conn: Connection, table_id: str, delta: Delta) -> None:
+def apply(conn: Connection, table_id: str, delta: Delta, records: Sequence[bytes] | None = None) -> None:
     """Advance the index by one snapshot's delta, inside the caller's transaction."""
     snapshot_id, entries = delta
     forget = snapshot_id % FORGET_EVERY == 0
     forget_before = snapshot_id - REMEMBER_REMOVED if forget else None
-    index.apply_delta(conn, table_id, snapshot_id, entries, forget_before=forget_before)
+    index.apply_delta(conn, table_id, snapshot_id, entries, records, forget_before=forget_before)
 
 
 def _replaced(conn: Connection, table: Table, target: OverwriteTarget) -> list[index.IndexedFile]:

@@ -42,17 +42,21 @@ _SAMPLE = 512
 """Entries compressed to estimate an entry's size in a manifest before the first cut."""
 
 
-def roll(entries: Sequence[ManifestEntry], target: int) -> Iterator[tuple[list[ManifestEntry], bytes]]:
+def roll(
+    entries: Sequence[ManifestEntry], target: int, records: Sequence[bytes] | None = None
+) -> Iterator[tuple[list[ManifestEntry], bytes]]:
     """Encoded manifests of `entries` in order, as Paimon's rolling writer cuts them: a manifest is
     closed once it reaches `target` bytes, so only the last may be smaller. A manifest just short of
     the target would count as small forever and keep the merge busy on every commit.
 
-    Every entry is encoded once; trying a cut only compresses the records again.
+    Every entry is encoded once (not at all when the caller passes its `records`); trying a cut only
+    compresses the records again.
     """
     start, total = 0, len(entries)
     if not total:
         return
-    records = encode_entries(entries)
+    if records is None:
+        records = encode_entries(entries)
     sample = records[:_SAMPLE]
     data = manifest_container(sample)
     if total <= _SAMPLE and len(data) < target:
@@ -130,9 +134,13 @@ class ManifestStore:
             _, evicted = self._entries.popitem(last=False)
             self._cached_entries -= len(evicted)
 
-    def write(self, entries: list[ManifestEntry]) -> list[ManifestFileMeta]:
-        """Write entries as manifests rolled at the target size: each one but the last reaches it."""
-        return [self._write_one(chunk, data) for chunk, data in roll(entries, self._target)]
+    def write(
+        self, entries: list[ManifestEntry], records: Sequence[bytes] | None = None
+    ) -> list[ManifestFileMeta]:
+        """Write entries as manifests rolled at the target size: each one but the last reaches it.
+
+        `records`: the entries' Avro records, when the caller encoded them already."""
+        return [self._write_one(chunk, data) for chunk, data in roll(entries, self._target, records)]
 
     def concatenate(self, group: Sequence[ManifestFileMeta]) -> list[ManifestFileMeta] | None:
         """Manifests of ADDs merged by copying their Avro blocks, none of their entries decoded: the

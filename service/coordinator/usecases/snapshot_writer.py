@@ -24,6 +24,7 @@ from coordinator.usecases.commit_queue import PendingCommit
 from coordinator.usecases.live_index import Delta, LiveIndex
 from coordinator.usecases.table_state import TableState
 from coordinator.usecases.tables import Table
+from coordinator_client.format.entry_encoding import encode_entries
 
 
 def write_snapshots(
@@ -67,7 +68,9 @@ def _write_snapshot(
         base = merge_manifests(
             state.data_manifests, state.options, manifests.read, manifests.write, shape, manifests.concatenate
         )
-        delta = manifests.write(list(plan.entries)) if plan.entries else []
+        # Encoded once: the same records go into the delta manifest and the live-file index.
+        records = encode_entries(plan.entries)
+        delta = manifests.write(list(plan.entries), records) if plan.entries else []
         changelog = manifests.write(list(plan.changelog)) if plan.changelog else None
         lists = ManifestLists(
             base=manifests.write_list(base),
@@ -88,3 +91,4 @@ def _write_snapshot(
         state.data_manifests = base + delta
         member.snapshots.append(snapshot)
         member.deltas[snapshot.id] = plan.entries
+        member.records[snapshot.id] = records
