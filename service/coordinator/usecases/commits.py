@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 
 from coordinator.clock import Clock
 from coordinator.db import repositories as repo
-from coordinator.db.engine import read_only
+from coordinator.db.engine import probe_engine, read_only
 from coordinator.db.repositories import live_files
 from coordinator.domain.committable import ResolvedCommittable, resolve_committable
 from coordinator.domain.conflicts import Conflict
@@ -103,7 +103,8 @@ class Committer:
         self._max_group = max_group
         self._states = TableStates(fileio)
         self._fileio = fileio
-        self._live_index = LiveIndex(engine)
+        self._probes = probe_engine(engine)
+        self._live_index = LiveIndex(engine, self._probes)
         self._decider = Decider(engine, self._live_index, clock)
         self._file_checks = FileChecks(fileio)
         self.publication = Publication(
@@ -284,6 +285,8 @@ class Committer:
 
     def close(self) -> None:
         self._file_checks.close()
+        if self._probes is not self._engine:
+            self._probes.dispose()
 
     def reconcile(self, table_id: str, latest: int) -> bool:
         """When head `latest` of the table is overwritten on storage, take it back under the lock (the

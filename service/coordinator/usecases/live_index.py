@@ -46,8 +46,10 @@ MAX_DELTA_REPLAY = 64
 
 
 class LiveIndex:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, probes: Engine) -> None:
+        """`probes`: db.engine.probe_engine(engine), for the reads at the start of a commit."""
         self._engine = engine
+        self._probes = probes
 
     def view(
         self, table: Table, resolved: ResolvedCommittable, overlay: Sequence[Delta], snapshot_id: int
@@ -57,8 +59,9 @@ class LiveIndex:
         adds = [e for e in entries if e.kind == FileKind.ADD]
         leveled = {(e.partition, e.bucket) for e in adds if e.file.level > 0}
         counted = {e.partition for e in adds if e.total_buckets > 0}
-        with self._engine.connect() as conn, conn.begin():
-            index.prefer_index(conn)
+        # Every row read here changes only under the table's lock, which the caller holds: the reads
+        # agree without a transaction around them.
+        with read_only(self._probes) as conn:
             found = index.find_files(conn, table.id, {index.file_key(e) for e in entries})
             if table.shape.has_primary_key:
                 for partition, bucket in sorted(leveled):
