@@ -306,3 +306,36 @@ class _Authed:
 
     def post(self, path: str, json: Any) -> httpx.Response:
         return self._client.post(path, json=json, headers=_auth(self._token))
+
+
+def test_a_transaction_needs_a_grant_on_every_table(
+    secured: tuple[TestClient, Tokens], warehouse: Path
+) -> None:
+    client, tokens = secured
+    admin = _Authed(client, tokens.admin)
+    in_a, in_b = (
+        create_table(admin, "a", "t", {"id": "BIGINT"}),
+        create_table(admin, "b", "t", {"id": "BIGINT"}),
+    )
+
+    def transaction(token: str, identifier: int) -> httpx.Response:
+        tables = [
+            {
+                "table": t.id,
+                **{k: v for k, v in _append(t, "", [{"id": identifier}]).items() if k != "commitUser"},
+            }
+            for t in (in_a, in_b)
+        ]
+        body = {"commitUser": "job", "identifier": identifier, "tables": tables}
+        return client.post("/transactions", json=body, headers=_auth(token))
+
+    before = _state(client, tokens.admin, warehouse)
+    refused = transaction(tokens.writer_a, 1)
+    assert refused.status_code == 403
+    assert refused.json()["field"] == "tables[1].table"
+    assert "may not write to b.t" in refused.json()["message"]
+    # Nothing changed but the data files the job wrote before it asked.
+    tables, histories, locks, _ = before
+    assert _state(client, tokens.admin, warehouse)[:3] == (tables, histories, locks)
+    assert transaction(tokens.admin, 2).status_code == 201
+    assert pypaimon_rows(warehouse, in_a.id) == pypaimon_rows(warehouse, in_b.id) == [{"id": 2}]

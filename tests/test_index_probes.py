@@ -52,7 +52,8 @@ def test_a_probe_finds_its_files_by_the_index_in_one_autocommit_statement(engine
             found = index.find_files(conn, "db.t", {index.file_key(_entry(n)) for n in names[:5]})
         assert sorted(f.entry.file.file_name for f in found) == names[:5]
         plan = _plan(probes, names[:5])
-        assert "Index" in plan and "Seq Scan on live_files" not in plan, plan
+        assert "Index" in plan, plan
+        assert "Seq Scan on live_files" not in plan, plan
     finally:
         probes.dispose()
     # The pool the rest of the service uses keeps the planner's defaults.

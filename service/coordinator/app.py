@@ -8,7 +8,16 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from coordinator.api import commits, dashboard, maintenance, ops, rest_catalog, snapshots, tables
+from coordinator.api import (
+    commits,
+    dashboard,
+    maintenance,
+    ops,
+    rest_catalog,
+    snapshots,
+    tables,
+    transactions,
+)
 from coordinator.api.body_limit import BodyLimit
 from coordinator.api.commit_body import with_commit_request
 from coordinator.api.deps import LockThreads
@@ -74,6 +83,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in (
         tables.router,
         commits.router,
+        transactions.router,
         snapshots.router,
         maintenance.router,
         ops.router,

@@ -75,7 +75,16 @@ class Services:
             clock=clock,
         )
         tables = Tables(engine, fileio, root, clock)
-        committer = Committer(engine, bookkeeping, fileio, tables, holds, metrics=metrics, clock=clock)
+        committer = Committer(
+            engine,
+            bookkeeping,
+            fileio,
+            tables,
+            holds,
+            metrics=metrics,
+            clock=clock,
+            max_transaction_tables=settings.transaction_max_tables,
+        )
         for table_id in committer.recover():
             log.warning("published snapshots of %s that a crash left unpublished", table_id)
         reads = Reads(engine, fileio, tables)

@@ -22,6 +22,9 @@ class Settings(BaseSettings):
     lock_lease_seconds: float = Field(default=30.0, gt=0, description="lease of a table lock")
     lock_acquire_timeout_seconds: float = Field(default=30.0, ge=0, description="then 503 + Retry-After")
     max_body_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
+    transaction_max_tables: int = Field(
+        default=64, ge=1, description="tables one multi-table transaction may change (POST /transactions)"
+    )
     auto_migrate: bool = Field(default=True, description="run `alembic upgrade head` at start")
     require_tokens: bool = Field(default=False, description="every request needs a bearer token")
     allow_open_bind: bool = Field(

@@ -106,6 +106,12 @@ from coordinator_client.models._tables import (
     TableListResponse,
     TableResponse,
 )
+from coordinator_client.models._transactions import (
+    TableSnapshots,
+    TransactionRequest,
+    TransactionResponse,
+    TransactionTableChange,
+)
 
 __all__ = [
     "BATCH_IDENTIFIER",
@@ -180,10 +186,14 @@ __all__ = [
     "SnapshotRef",
     "TableListResponse",
     "TableResponse",
+    "TableSnapshots",
     "TableStatsModel",
     "TableTotalsModel",
     "TagListResponse",
     "TagModel",
+    "TransactionRequest",
+    "TransactionResponse",
+    "TransactionTableChange",
     "UpdateColumnComment",
     "UpdateColumnNullability",
     "UpdateColumnPosition",

@@ -138,6 +138,7 @@ class ConflictModel(_Model):
     files: list[str] = Field(default_factory=list)
     winning_snapshot: WinningSnapshot | None = None
     retryable: bool = False
+    table: str | None = Field(default=None, description="the table it is on, in a multi-table transaction")
 
 
 CommitStatus = Literal["committed", "rejected", "unknown"]

@@ -76,5 +76,13 @@ async def table_writer(table_id: TableId, principal: Caller) -> Principal:
     return principal
 
 
+async def writer(principal: Caller) -> Principal:
+    """Writers and admins: what the route may change is checked against the grant once it is known."""
+    if principal.role not in ("writer", "admin"):
+        raise Forbidden(f"{principal.name} ({principal.role}) may not write")
+    return principal
+
+
 Admin = Annotated[Principal, Depends(admin)]
+Writer = Annotated[Principal, Depends(writer)]
 TableWriter = Annotated[Principal, Depends(table_writer)]

@@ -92,6 +92,13 @@ class Metrics:
             ["step"],
             registry=r,
         )
+        self.transactions = Counter(
+            "coordinator_transactions",
+            "Multi-table transactions by outcome: committed, deduplicated (a resend), rejected (a "
+            "conflict on one of its tables), invalid or failed.",
+            ["outcome"],
+            registry=r,
+        )
         self.forwarded = Counter(
             "coordinator_commits_forwarded",
             "Commits sent on to the replica holding their table's lock, by result: answered (its answer "

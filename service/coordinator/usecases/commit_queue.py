@@ -44,6 +44,8 @@ class PendingCommit:
     """The (uuid, schema id) of the table `resolved` was resolved against."""
     proposed: ProposedSnapshot | None = None
     """A snapshot the client finished itself (REST protocol): accepted as is, or not at all."""
+    transaction: tuple[str, ...] = ()
+    """The tables of the multi-table transaction it is one table's part of (usecases.transactions)."""
     extends_record: bool = False
     """A later snapshot (another commit kind) of a commit already recorded, as Paimon's engines send a
     commit's APPEND and COMPACT separately: its snapshots join that history row."""

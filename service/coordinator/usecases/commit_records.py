@@ -8,6 +8,7 @@ A commit's snapshots travel in one form, `SnapshotRef`, in answers and in histor
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -148,26 +149,33 @@ def record_group(
             only, which are recorded without a commit point: not into a table that replaced ours).
         Conflict: LOCK_LOST or LATEST_SNAPSHOT_MOVED (see commit_point).
     """
-    files = [SnapshotFile.of(s) for m in result.committed for s in m.snapshots]
-    if result.committed:
-        built: list[Delta] = [b for m in result.committed for b in m.built()]
-        change = TableChange(
-            table,
-            previous_id,
-            files,
-            [history_row(m, now) for m in result.committed],
-            combined(file_delta(entries) for _, entries in built),
-            now,
-            built,
-            {s: r for m in result.committed for s, r in m.records.items()},
-        )
+    change = table_change(table, previous_id, result, now)
+    if change is not None:
         with timed_together(result.committed, "commitPoint"):
             commit_point(hold, [change])
-    elif result.rejected:
+        return change.snapshots
+    if result.rejected:
         with read_only(engine) as conn:
             if repo.table_version(conn, table.id) != version_of(table):
                 raise TableChanged(table.id)
-    return files
+    return []
+
+
+def table_change(table: Table, previous_id: int, result: GroupResult, now: float) -> TableChange | None:
+    """What the group's committed members move the table's head by; None when nothing committed."""
+    if not result.committed:
+        return None
+    built: list[Delta] = [b for m in result.committed for b in m.built()]
+    return TableChange(
+        table,
+        previous_id,
+        [SnapshotFile.of(s) for m in result.committed for s in m.snapshots],
+        [history_row(m, now) for m in result.committed],
+        combined(file_delta(entries) for _, entries in built),
+        now,
+        built,
+        {s: r for m in result.committed for s, r in m.records.items()},
+    )
 
 
 def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:
@@ -220,17 +228,25 @@ def _advance(conn: Connection, change: TableChange) -> bool:
     )
 
 
-def record_finish(bookkeeping: Engine, table: Table, result: GroupResult, hold: Hold, now: float) -> None:
-    """One transaction after publishing: mark the snapshots published, complete the history (phase
-    timings, rejections) and release the lock; losing it in a crash only means publishing again."""
-    if not result.committed and not result.rejected:
+def record_finish(
+    bookkeeping: Engine, finished: Sequence[tuple[Table, GroupResult]], hold: Hold, now: float
+) -> None:
+    """One transaction after publishing, for every table the hold changed: mark the snapshots
+    published, complete the history (phase timings with their total, rejections) and release the
+    locks; losing it in a crash only means publishing again."""
+    ended = time.perf_counter()
+    for _, result in finished:
+        for member in result.committed:
+            member.timings["total"] = round((ended - member.started) * 1000, 3)
+    if not any(result.committed or result.rejected for _, result in finished):
         return
     with bookkeeping.begin() as conn:
-        published = [s.id for m in result.committed for s in m.snapshots]
-        if published:
-            repo.mark_published(conn, table.id, through=published[-1])
-        repo.update_commit_timings(conn, table.id, [(*m.key, m.timings) for m in result.committed])
-        repo.insert_commits(conn, table.id, [history_row(m, now, c) for m, c in result.rejected])
+        for table, result in finished:
+            published = [s.id for m in result.committed for s in m.snapshots]
+            if published:
+                repo.mark_published(conn, table.id, through=published[-1])
+            repo.update_commit_timings(conn, table.id, [(*m.key, m.timings) for m in result.committed])
+            repo.insert_commits(conn, table.id, [history_row(m, now, c) for m, c in result.rejected])
         hold.release_in(conn)
 
 
@@ -248,6 +264,7 @@ def history_row(member: PendingCommit, now: float, conflict: ConflictModel | Non
         snapshots=[r.model_dump(mode="json", by_alias=True) for r in refs(member.snapshots)]
         if committed
         else [],
+        details={"transaction": list(member.transaction)} if member.transaction else None,
         timings=member.timings,
         conflict=None if conflict is None else conflict.model_dump(mode="json", by_alias=True),
         # A retryable rejection is not a terminal answer, so it is not replayed for its key.

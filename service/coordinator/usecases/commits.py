@@ -62,8 +62,9 @@ from coordinator.usecases.publication import Publication
 from coordinator.usecases.reapplication import reapplying
 from coordinator.usecases.snapshot_proposals import ProposedSnapshot, SnapshotProposal, read_proposal
 from coordinator.usecases.table_hold import HeldElsewhere, Hold, TableHolds
-from coordinator.usecases.table_state import TableState, TableStates
+from coordinator.usecases.table_state import TableStates
 from coordinator.usecases.tables import Table, Tables, version_of
+from coordinator.usecases.transactions import Transactions
 from coordinator_client.models import CommitRequest, CommitResponse, InFlightCommitModel
 
 MAX_GROUP = 32
@@ -94,6 +95,7 @@ class Committer:
         metrics: Metrics,
         clock: Clock,
         max_group: int = MAX_GROUP,
+        max_transaction_tables: int = 64,
     ) -> None:
         self._engine = engine
         self._bookkeeping = bookkeeping
@@ -110,6 +112,10 @@ class Committer:
         self.publication = Publication(
             engine, bookkeeping, fileio, tables, holds, self._states, self._live_index, metrics
         )
+        self.transactions = Transactions(
+            engine, bookkeeping, tables, holds, self._states, self.publication, self._decider,
+            self._file_checks, clock=clock, metrics=metrics, max_tables=max_transaction_tables,
+        )  # fmt: skip
         self._queues: dict[str, CommitQueue] = {}
         self._queues_guard = threading.Lock()
         self._metrics = metrics
@@ -321,7 +327,7 @@ class Committer:
             for member in group:
                 member.waited("lockWait", acquired)
             result = self._decide(table, group, hold)
-            self._finish(table, result, hold)
+            record_finish(self._bookkeeping, [(table, result)], hold, self._clock.now())
         result.answer()
         return result.later
 
@@ -370,34 +376,24 @@ class Committer:
             # the group was written, and the next group looks again and decides everyone anew. The
             # catch-up may have indexed the old table's files under the new one's id: forgotten, the
             # index is built again from the table's latest snapshot by the next catch-up.
-            self._discard(table, state)
+            self._states.discard(table.id, state)
             with hold.fenced() as conn:
                 live_files.reset_index(conn, table.id)
             result.decide_again(group)
             return result
         except Conflict as conflict:
             # The hold failed for the whole group (lease lost, head moved): nothing of it is written.
-            self._discard(table, state)
+            self._states.discard(table.id, state)
             result.reject_all(group, conflict_model(self._engine, table, conflict))
             return result
         except IntegrityError:
             # A unique index saw a commit this group's context did not: answer from what is recorded.
-            self._discard(table, state)
+            self._states.discard(table.id, state)
             return replay_recorded(self._engine, table, group)
         except BaseException:
-            self._discard(table, state)
+            self._states.discard(table.id, state)
             raise
         state.manifests.keep_written()
         with timed_together(result.committed, "publish"):
             self.publication.publish_group(table, files, result)
         return result
-
-    def _discard(self, table: Table, state: TableState) -> None:
-        state.manifests.discard_since(0)
-        self._states.invalidate(table.id)
-
-    def _finish(self, table: Table, result: GroupResult, hold: Hold) -> None:
-        finished = time.perf_counter()
-        for member in result.committed:
-            member.timings["total"] = round((finished - member.started) * 1000, 3)
-        record_finish(self._bookkeeping, table, result, hold, self._clock.now())

@@ -47,6 +47,12 @@ class TableStates:
         with self._lock:
             self._states.pop(table_id, None)
 
+    def discard(self, table_id: str, state: TableState) -> None:
+        """Nothing decided on `state` stands: the manifests written since it was built go, and the next
+        holder builds the state again from what is committed."""
+        state.manifests.discard_since(0)
+        self.invalidate(table_id)
+
     def at(self, table: Table, latest: int, load_snapshot: SnapshotLoader) -> TableState:
         """The table's state at snapshot `latest`.
 

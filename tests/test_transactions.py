@@ -1,0 +1,300 @@
+"""POST /transactions: several tables' changes committed all or nothing, on both databases.
+
+pypaimon reads every table a transaction committed; a conflict on one table leaves every table (its
+snapshots, its files) as it was; a resend answers the recorded snapshots; bad input is refused naming
+the field, with nothing changed."""
+
+from __future__ import annotations
+
+import random
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.conftest import LiveServer
+from tests.paimon_files import (
+    PaimonTable,
+    create_table,
+    deletion_of,
+    pk_table,
+    pypaimon_rows,
+    rows_in_bucket,
+    sorted_rows,
+    tree_digest,
+)
+
+
+def transaction(api: TestClient, changes: list[tuple[PaimonTable, list[dict[str, Any]]]], **body: Any) -> Any:
+    payload = {
+        "commitUser": body.pop("user", f"job-{uuid.uuid4()}"),
+        "identifier": body.pop("identifier", 1),
+        "tables": [{"table": t.id, "messages": m} for t, m in changes],
+        **body,
+    }
+    return api.post("/transactions", json=payload)
+
+
+def commit(api: TestClient, table: PaimonTable, messages: list[dict[str, Any]], user: str = "job") -> Any:
+    body = {"commitUser": f"{user}-{uuid.uuid4()}", "identifier": 1, "messages": messages}
+    response = api.post(f"/tables/{table.id}/commits", json=body)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def latest_id(api: TestClient, table: PaimonTable) -> int | None:
+    response = api.get(f"/tables/{table.id}/snapshots/latest")
+    return response.json()["id"] if response.status_code == 200 else None
+
+
+def test_two_tables_move_together_and_pypaimon_reads_both(api: TestClient, warehouse: Path) -> None:
+    orders, customers = pk_table(api, "orders"), pk_table(api, "customers")
+    order_rows = rows_in_bucket(orders, 0, range(20))
+    customer_rows = rows_in_bucket(customers, 1, range(100, 120), dt="b")
+    answer = transaction(
+        api,
+        [
+            (
+                orders,
+                [orders.message(order_rows[0], newFiles=[orders.pk_file(order_rows, first_sequence=0)])],
+            ),
+            (
+                customers,
+                [
+                    customers.message(
+                        customer_rows[0], newFiles=[customers.pk_file(customer_rows, first_sequence=0)]
+                    )
+                ],
+            ),
+        ],
+        user="loader",
+    )
+    assert answer.status_code == 201, answer.text
+    body = answer.json()
+    assert body["deduplicated"] is False
+    assert body["tables"] == [
+        {"table": orders.id, "snapshots": [{"id": 1, "commitKind": "APPEND"}]},
+        {"table": customers.id, "snapshots": [{"id": 1, "commitKind": "APPEND"}]},
+    ]
+    assert {"validate", "lockWait", "decide", "publish", "total"} <= set(body["timings"])
+    assert pypaimon_rows(warehouse, orders.id) == sorted_rows(order_rows)
+    assert pypaimon_rows(warehouse, customers.id) == sorted_rows(customer_rows)
+    for table in (orders, customers):
+        (record,) = api.get(f"/tables/{table.id}/commits").json()["commits"]
+        assert record["commitUser"] == "loader"
+        assert record["details"] == {"transaction": [orders.id, customers.id]}
+
+
+def test_a_conflict_on_the_second_table_changes_neither(api: TestClient) -> None:
+    orders, customers = pk_table(api, "orders"), pk_table(api, "customers")
+    customer_rows = rows_in_bucket(customers, 0, range(30))
+    level0 = customers.pk_file(customer_rows, first_sequence=0)
+    commit(api, customers, [customers.message(customer_rows[0], newFiles=[level0])])
+    # A compaction wins the race for the level-0 file the transaction also compacts away.
+    compacted = customers.pk_file(customer_rows, first_sequence=0, level=5)
+    commit(
+        api,
+        customers,
+        [customers.message(customer_rows[0], compactBefore=[deletion_of(level0)], compactAfter=[compacted])],
+        user="compactor",
+    )
+    order_rows = rows_in_bucket(orders, 0, range(10))
+    order_file = orders.pk_file(order_rows, first_sequence=0)
+    mine = customers.pk_file(customer_rows, first_sequence=0, level=4)
+    before = {t.id: tree_digest(t.location) for t in (orders, customers)}
+
+    answer = transaction(
+        api,
+        [
+            (orders, [orders.message(order_rows[0], newFiles=[order_file])]),
+            (
+                customers,
+                [
+                    customers.message(
+                        customer_rows[0], compactBefore=[deletion_of(level0)], compactAfter=[mine]
+                    )
+                ],
+            ),
+        ],
+    )
+    assert answer.status_code == 409, answer.text
+    conflict = answer.json()["conflict"]
+    assert conflict["table"] == customers.id
+    assert conflict["type"] == "DELETED_FILE_MISSING"
+    assert conflict["files"] == [level0["fileName"]]
+    assert conflict["winningSnapshot"]["id"] == 2
+    assert latest_id(api, orders) is None
+    assert latest_id(api, customers) == 2
+    # No manifest, list or snapshot of the transaction stayed behind on either table.
+    assert {t.id: tree_digest(t.location) for t in (orders, customers)} == before
+    assert api.get(f"/tables/{orders.id}/commits").json()["commits"] == []
+
+
+def test_a_resend_answers_the_recorded_snapshots(api: TestClient) -> None:
+    orders, customers = pk_table(api, "orders"), pk_table(api, "customers")
+    order_rows, customer_rows = rows_in_bucket(orders, 0, range(5)), rows_in_bucket(customers, 0, range(5))
+    changes = [
+        (orders, [orders.message(order_rows[0], newFiles=[orders.pk_file(order_rows, first_sequence=0)])]),
+        (
+            customers,
+            [
+                customers.message(
+                    customer_rows[0], newFiles=[customers.pk_file(customer_rows, first_sequence=0)]
+                )
+            ],
+        ),
+    ]
+    first = transaction(api, changes, user="cdc", identifier=7)
+    assert first.status_code == 201, first.text
+    again = transaction(api, changes, user="cdc", identifier=7)
+    assert again.status_code == 200, again.text
+    assert again.json()["deduplicated"] is True
+    assert again.json()["tables"] == first.json()["tables"]
+    assert (latest_id(api, orders), latest_id(api, customers)) == (1, 1)
+
+
+def test_an_identifier_a_single_commit_used_is_refused(api: TestClient) -> None:
+    orders, customers = pk_table(api, "orders"), pk_table(api, "customers")
+    rows = rows_in_bucket(orders, 0, range(5))
+    body = {
+        "commitUser": "cdc",
+        "identifier": 9,
+        "messages": [orders.message(rows[0], newFiles=[orders.pk_file(rows, first_sequence=0)])],
+    }
+    assert api.post(f"/tables/{orders.id}/commits", json=body).status_code == 201
+    customer_rows = rows_in_bucket(customers, 0, range(5))
+    answer = transaction(
+        api,
+        [
+            (orders, body["messages"]),
+            (
+                customers,
+                [
+                    customers.message(
+                        customer_rows[0], newFiles=[customers.pk_file(customer_rows, first_sequence=0)]
+                    )
+                ],
+            ),
+        ],
+        user="cdc",
+        identifier=9,
+    )
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["field"] == "identifier"
+    assert (latest_id(api, orders), latest_id(api, customers)) == (1, None)
+
+
+@pytest.mark.parametrize(
+    ("case", "status", "field"),
+    [
+        ("no tables", 422, "tables"),
+        ("the same table twice", 422, "tables[1].table"),
+        ("an unknown table", 404, "tables[1].table"),
+        ("more tables than the limit", 422, "tables"),
+        ("a bad message in the second table", 422, "tables[1].messages[0].bucket"),
+    ],
+)
+def test_bad_transactions_are_refused_naming_the_field_and_change_nothing(
+    api: TestClient, case: str, status: int, field: str
+) -> None:
+    orders, customers = pk_table(api, "orders"), pk_table(api, "customers")
+    rows = rows_in_bucket(orders, 0, range(5))
+    order_change = {
+        "table": orders.id,
+        "messages": [orders.message(rows[0], newFiles=[orders.pk_file(rows, first_sequence=0)])],
+    }
+    customer_rows = rows_in_bucket(customers, 0, range(5))
+    customer_message = customers.message(
+        customer_rows[0], newFiles=[customers.pk_file(customer_rows, first_sequence=0)]
+    )
+    tables = {
+        "no tables": [],
+        "the same table twice": [order_change, order_change],
+        "an unknown table": [order_change, {"table": "sales.nowhere", "messages": []}],
+        "more tables than the limit": [order_change] * 100,
+        "a bad message in the second table": [
+            order_change,
+            {"table": customers.id, "messages": [{**customer_message, "bucket": 7}]},
+        ],
+    }[case]
+    before = {t.id: tree_digest(t.location) for t in (orders, customers)}
+    answer = api.post("/transactions", json={"commitUser": "job", "identifier": 1, "tables": tables})
+    assert answer.status_code == status, answer.text
+    assert answer.json()["field"] == field
+    assert (latest_id(api, orders), latest_id(api, customers)) == (None, None)
+    assert {t.id: tree_digest(t.location) for t in (orders, customers)} == before
+
+
+def test_transactions_over_random_pairs_beside_single_commits_land_whole_and_once(
+    live_server: LiveServer, http: httpx.Client, warehouse: Path
+) -> None:
+    """Real threads on a real server: transactions name pairs of tables in random order while single
+    commits go to the same tables. No deadlock, no lock left held, and every acknowledged change is on
+    each of its tables exactly once."""
+    tables = [create_table(http, "sales", f"t{i}", {"id": "BIGINT"}) for i in range(4)]
+    landed: dict[str, list[int]] = {t.id: [] for t in tables}
+    guard = threading.Lock()
+    errors: list[str] = []
+
+    def send(path: str, body: dict[str, Any]) -> httpx.Response:
+        with httpx.Client(base_url=live_server.url, timeout=120) as client:
+            while True:  # a resend of the same commitUser and identifier is always safe
+                answer = client.post(path, json=body)
+                retryable = answer.status_code == 409 and answer.json()["conflict"]["retryable"]
+                if answer.status_code != 503 and not retryable:
+                    return answer
+
+    def transactions(worker: int) -> None:
+        rng = random.Random(worker)
+        for k in range(6):
+            row = worker * 1000 + k
+            pair = rng.sample(tables, 2)  # random tables, in random order
+            body = {
+                "commitUser": f"tx-{worker}",
+                "identifier": k,
+                "tables": [
+                    {
+                        "table": t.id,
+                        "messages": [t.message({"id": row}, newFiles=[t.append_file([{"id": row}])])],
+                    }
+                    for t in pair
+                ],
+            }
+            answer = send("/transactions", body)
+            if answer.status_code != 201:
+                errors.append(answer.text)
+                continue
+            with guard:
+                for t in pair:
+                    landed[t.id].append(row)
+
+    def singles(worker: int) -> None:
+        rng = random.Random(worker)
+        for k in range(6):
+            row = worker * 1000 + k
+            table = rng.choice(tables)
+            message = table.message({"id": row}, newFiles=[table.append_file([{"id": row}])])
+            body = {"commitUser": f"single-{worker}", "identifier": k, "messages": [message]}
+            answer = send(f"/tables/{table.id}/commits", body)
+            if answer.status_code != 201:
+                errors.append(answer.text)
+                continue
+            with guard:
+                landed[table.id].append(row)
+
+    threads = [threading.Thread(target=transactions, args=(w,)) for w in range(1, 5)]
+    threads += [threading.Thread(target=singles, args=(w,)) for w in range(5, 7)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not any(t.is_alive() for t in threads), "a writer is stuck: a deadlock"
+    assert errors == []
+    assert sum(len(rows) for rows in landed.values()) == 4 * 6 * 2 + 2 * 6
+    for table in tables:
+        assert sorted(r["id"] for r in pypaimon_rows(warehouse, table.id)) == sorted(landed[table.id])
+    assert [lock for lock in http.get("/locks").json()["locks"] if lock["owner"]] == []
