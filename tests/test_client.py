@@ -45,9 +45,12 @@ from coordinator_client import (
     ServerError,
     ServiceUnavailable,
     StreamCutOff,
+    TransactionRequest,
+    TransactionTableChange,
     TransportError,
     Unauthorized,
 )
+from coordinator_client.cli import main as cli_main
 from coordinator_client.format.snapshot import CommitKind as FormatCommitKind
 from coordinator_client.models import CommitKind, ErrorCode
 from tests.conftest import free_port
@@ -297,6 +300,55 @@ async def test_every_method_async_against_a_real_server(server_url: str) -> None
 # ---------------------------------------------------------------- a faked network
 
 BASE = "http://coordinator.test"
+
+
+def _transaction(location: dict[str, str], identifier: int, *names: str) -> TransactionRequest:
+    tables = [
+        TransactionTableChange(
+            table=table,
+            messages=[
+                CommitMessageModel(
+                    partition=PARTITION,
+                    bucket=0,
+                    new_files=[_write_file(location[table], f"{name}.parquet", 2)],
+                )
+            ],
+        )
+        for table, name in zip(location, names, strict=True)
+    ]
+    return TransactionRequest(commit_user="loader", identifier=identifier, tables=tables)
+
+
+@pytest.mark.anyio
+async def test_a_transaction_through_both_clients_and_the_command(server_url: str, capsys: Any) -> None:
+    with CoordinatorClient(server_url, timeout=60) as client:
+        location = {client.create_table(_table_request(n)).id: "" for n in ("fact", "dim")}
+        location = {t: client.get_table(t).location for t in location}
+        answer = client.commit_transaction(_transaction(location, 1, "data-f1", "data-d1"))
+        assert [(t.table, [s.id for s in t.snapshots]) for t in answer.tables] == [
+            ("db.fact", [1]),
+            ("db.dim", [1]),
+        ]
+        assert not answer.deduplicated
+        again = client.commit_transaction(_transaction(location, 1, "data-f1", "data-d1"))
+        assert again.deduplicated
+        assert again.tables == answer.tables
+    async with AsyncCoordinatorClient(server_url, timeout=60) as aclient:
+        answer = await aclient.commit_transaction(_transaction(location, 2, "data-f2", "data-d2"))
+        assert [[s.id for s in t.snapshots] for t in answer.tables] == [[2], [2]]
+        bad = _transaction(location, 3, "data-f3", "data-d3").model_dump(mode="json", by_alias=True)
+        bad["tables"][1]["messages"][0]["partition"] = {"nope": DT}
+        with pytest.raises(ApiError) as refused:
+            await aclient.commit_transaction(bad)
+        assert refused.value.field == "tables[1].messages[0].partition.nope"
+    body = _transaction(location, 4, "data-f4", "data-d4").model_dump_json(by_alias=True)
+    assert cli_main(["--url", server_url, "transaction", body]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert [[s["id"] for s in t["snapshots"]] for t in printed["tables"]] == [[3], [3]]
+    with CoordinatorClient(server_url, timeout=60) as client:
+        assert [client.latest_snapshot(t).id for t in location] == [3, 3]
+
+
 OUTCOME_PATH = "/tables/db.t/commits/writer/7"
 COMMIT = CommitRequest(commit_user="writer", identifier=7)
 CREATED = {"snapshots": [{"id": 5, "commitKind": "APPEND"}], "deduplicated": False, "timings": {}}
@@ -437,6 +489,35 @@ async def test_timed_out_commit_that_committed_is_not_resent(mode: str) -> None:
     assert [s.id for s in result.snapshots] == [5]
     assert network.sent() == [("POST", "/tables/db.t/commits"), ("GET", OUTCOME_PATH)]
     assert network.commit_keys()[0]  # an Idempotency-Key is always sent
+
+
+@pytest.mark.anyio
+async def test_a_transaction_whose_answer_was_lost_is_answered_from_every_tables_outcome(mode: str) -> None:
+    network = Network(
+        _timeout,
+        _outcome("committed", snapshots=[{"id": 5, "commitKind": "APPEND"}]),
+        _outcome("committed", snapshots=[{"id": 9, "commitKind": "APPEND"}]),
+    )
+    body = {"commitUser": "writer", "identifier": 7, "tables": [{"table": "db.t"}, {"table": "db.u"}]}
+    result = await _call(mode, network, "commit_transaction", body)
+    assert result.deduplicated
+    assert [(t.table, [s.id for s in t.snapshots]) for t in result.tables] == [("db.t", [5]), ("db.u", [9])]
+    assert network.sent() == [
+        ("POST", "/transactions"),
+        ("GET", OUTCOME_PATH),
+        ("GET", "/tables/db.u/commits/writer/7"),
+    ]
+
+
+@pytest.mark.anyio
+async def test_a_transaction_the_service_never_received_is_sent_again(mode: str) -> None:
+    answered = {"tables": [{"table": "db.t", "snapshots": [{"id": 5, "commitKind": "APPEND"}]}]}
+    network = Network(_timeout, _outcome("unknown"), httpx.Response(201, json=answered))
+    body = {"commitUser": "writer", "identifier": 7, "tables": [{"table": "db.t"}]}
+    result = await _call(mode, network, "commit_transaction", body)
+    assert not result.deduplicated
+    assert network.sent() == [("POST", "/transactions"), ("GET", OUTCOME_PATH), ("POST", "/transactions")]
+    assert network.requests[0].content == network.requests[2].content
 
 
 @pytest.mark.anyio

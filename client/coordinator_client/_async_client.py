@@ -40,6 +40,8 @@ from coordinator_client.models import (
     TableResponse,
     TagListResponse,
     TagModel,
+    TransactionRequest,
+    TransactionResponse,
 )
 
 __all__ = ["AsyncCoordinatorClient"]
@@ -149,6 +151,12 @@ class AsyncCoordinatorClient:
     ) -> CommitResponse:
         """See CoordinatorClient.commit."""
         return await self._run(self._api.commit(table_id, request, idempotency_key))
+
+    async def commit_transaction(
+        self, request: TransactionRequest | Mapping[str, Any]
+    ) -> TransactionResponse:
+        """See CoordinatorClient.commit_transaction."""
+        return await self._run(self._api.commit_transaction(request))
 
     async def commit_history(self, table_id: str, limit: int = 100) -> CommitHistoryResponse:
         return await self._run(self._api.commit_history(table_id, limit))

@@ -88,8 +88,11 @@ from coordinator_client.models import (
     SnapshotModel,
     TableListResponse,
     TableResponse,
+    TableSnapshots,
     TagListResponse,
     TagModel,
+    TransactionRequest,
+    TransactionResponse,
 )
 
 COMMIT_SEND_DELAYS: tuple[float, ...] = (0.0, 0.2, 1.0)
@@ -195,7 +198,9 @@ class Api:
             in_flight = in_flight or may_be_in_flight(failure)
             if isinstance(failure, TransportError) and not failure.may_have_reached_service:
                 continue  # the connection could not even be opened: nothing reached the service
-            outcome = yield from self._outcome_after(table_id, commit, key, failure)
+            outcome = yield from self._outcome_after(
+                table_id, commit.commit_user, commit.identifier, key, failure
+            )
             if outcome.status == "committed":
                 return CommitResponse(snapshots=outcome.snapshots, deduplicated=True)
             if outcome.status == "rejected":
@@ -213,23 +218,64 @@ class Api:
         raise failure
 
     def _outcome_after(
-        self, table_id: str, commit: CommitRequest, key: str, failure: TransportError | ServerError
+        self,
+        table_id: str,
+        commit_user: str,
+        identifier: int,
+        key: str | None,
+        failure: TransportError | ServerError,
     ) -> Flow[CommitOutcomeResponse]:
         """What became of a commit whose answer was lost; CommitStateUnknown when the service cannot tell."""
         for delay in OUTCOME_QUERY_DELAYS:
             if delay > 0:
                 yield Pause(delay)
             try:
-                return (yield from self.commit_outcome(table_id, commit.commit_user, commit.identifier, key))
+                return (yield from self.commit_outcome(table_id, commit_user, identifier, key))
             except (TransportError, ServerError, ServiceUnavailable):
                 continue
         raise CommitStateUnknown(
             table_id=table_id,
-            commit_user=commit.commit_user,
-            identifier=commit.identifier,
+            commit_user=commit_user,
+            identifier=identifier,
             idempotency_key=key,
             cause=failure,
         )
+
+    def commit_transaction(
+        self, request: TransactionRequest | Mapping[str, Any]
+    ) -> Flow[TransactionResponse]:
+        """A commit over several tables, with a commit's handling of a lost answer: its tables' parts are
+        recorded at one commit point, so the first table's outcome is the transaction's."""
+        transaction = _coerce(TransactionRequest, request)
+        user, identifier = transaction.commit_user, transaction.identifier
+        send = Send("POST", "/transactions", body=_json_body(transaction), headers=_JSON_HEADERS)
+        first = transaction.tables[0].table
+        failure: TransportError | ServerError | None = None
+        in_flight = False
+        for delay in COMMIT_SEND_DELAYS:
+            if failure is not None and delay > 0:
+                yield Pause(delay)
+            try:
+                return (yield from self.call(send, TransactionResponse))
+            except (TransportError, ServerError) as error:
+                failure = error
+            in_flight = in_flight or may_be_in_flight(failure)
+            if isinstance(failure, TransportError) and not failure.may_have_reached_service:
+                continue
+            outcome = yield from self._outcome_after(first, user, identifier, None, failure)
+            if outcome.status == "committed":
+                tables = [TableSnapshots(table=first, snapshots=outcome.snapshots)]
+                for change in transaction.tables[1:]:
+                    each = yield from self._outcome_after(change.table, user, identifier, None, failure)
+                    tables.append(TableSnapshots(table=change.table, snapshots=each.snapshots))
+                return TransactionResponse(tables=tables, deduplicated=True)
+            # Not recorded (a rejected transaction records nothing): sending it again is safe.
+        assert failure is not None
+        if in_flight:
+            raise CommitStateUnknown(
+                table_id=first, commit_user=user, identifier=identifier, idempotency_key=None, cause=failure
+            )
+        raise failure
 
     def commit_history(self, table_id: str, limit: int) -> Flow[CommitHistoryResponse]:
         send = Send("GET", _path("tables", table_id, "commits"), params={"limit": limit})

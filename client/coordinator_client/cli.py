@@ -1,5 +1,5 @@
-"""The `coordinator-client` command (also `python -m coordinator_client`): table maintenance and lock
-operations from a shell.
+"""The `coordinator-client` command (also `python -m coordinator_client`): table maintenance, lock
+operations and multi-table transactions from a shell.
 
 Each subcommand is one CoordinatorClient call; its answer is printed as the API's JSON (camelCase), so the
 output pipes into jq like a curl of the endpoint would. A refused or failed call prints the error on
@@ -35,6 +35,22 @@ def _option(text: str) -> tuple[str, str]:
 
 def _changes(text: str) -> list[Any]:
     """The JSON list of schema changes of `alter`: inline, `@FILE`, or `-` for stdin."""
+    changes = _json(text)
+    if not isinstance(changes, list):
+        raise argparse.ArgumentTypeError("expected a JSON list of changes")
+    return changes
+
+
+def _transaction_body(text: str) -> dict[str, Any]:
+    """The JSON body of `transaction`: inline, `@FILE`, or `-` for stdin."""
+    body = _json(text)
+    if not isinstance(body, dict):
+        raise argparse.ArgumentTypeError('expected a JSON object: {"commitUser": ..., "tables": [...]}')
+    return body
+
+
+def _json(text: str) -> Any:
+    """A JSON argument given inline, as `@FILE`, or as `-` for stdin."""
     if text == "-":
         text = sys.stdin.read()
     elif text.startswith("@"):
@@ -44,12 +60,9 @@ def _changes(text: str) -> list[Any]:
         except OSError as error:
             raise argparse.ArgumentTypeError(f"cannot read {text[1:]!r}: {error.strerror}") from None
     try:
-        changes = json.loads(text)
+        return json.loads(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"not JSON: {error}") from None
-    if not isinstance(changes, list):
-        raise argparse.ArgumentTypeError("expected a JSON list of changes")
-    return changes
 
 
 # ---------------------------------------------------------------- the commands
@@ -61,6 +74,10 @@ def _options(client: CoordinatorClient, args: argparse.Namespace) -> BaseModel:
 
 def _alter(client: CoordinatorClient, args: argparse.Namespace) -> BaseModel:
     return client.alter_table(args.table, args.changes)
+
+
+def _transaction(client: CoordinatorClient, args: argparse.Namespace) -> BaseModel:
+    return client.commit_transaction(args.body)
 
 
 def _expire(client: CoordinatorClient, args: argparse.Namespace) -> BaseModel:
@@ -191,6 +208,16 @@ def parser() -> argparse.ArgumentParser:
         '"dataType": "STRING"}]\'; @FILE reads it from a file, - from stdin',
     )
     _command(commands, "expire", _expire, "expire snapshots as the retention options allow")
+    summary = "commit several tables' changes all or nothing (POST /transactions)"
+    transaction = commands.add_parser("transaction", help=summary, description=summary)
+    transaction.add_argument(
+        "body",
+        type=_transaction_body,
+        metavar="BODY",
+        help='JSON {"commitUser": ..., "identifier": ..., "tables": [{"table": "db.t", "messages": [...]}, '
+        "...]}; @FILE reads it from a file, - from stdin",
+    )
+    transaction.set_defaults(run=_transaction)
     _tags(commands)
     rollback = _command(commands, "rollback", _rollback, "make a snapshot or a tag the latest again")
     target = rollback.add_mutually_exclusive_group(required=True)

@@ -47,6 +47,8 @@ from coordinator_client.models import (
     TableResponse,
     TagListResponse,
     TagModel,
+    TransactionRequest,
+    TransactionResponse,
 )
 
 __all__ = ["AsyncCoordinatorClient", "CoordinatorClient"]
@@ -187,6 +189,16 @@ class CoordinatorClient:
             CommitStateUnknown: the outcome could not be determined; resend the same commit later.
         """
         return self._run(self._api.commit(table_id, request, idempotency_key))
+
+    def commit_transaction(self, request: TransactionRequest | Mapping[str, Any]) -> TransactionResponse:
+        """Commit several tables' changes all or nothing (POST /transactions); a lost answer is resolved
+        by asking, as for a commit.
+
+        Raises:
+            Conflict: a conflict on one table (`.conflict.table` names it); no table changed.
+            CommitStateUnknown: the outcome could not be determined; resend the same transaction later.
+        """
+        return self._run(self._api.commit_transaction(request))
 
     def commit_history(self, table_id: str, limit: int = 100) -> CommitHistoryResponse:
         """Newest first."""

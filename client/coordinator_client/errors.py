@@ -161,7 +161,8 @@ class CommitStateUnknown(CoordinatorClientError):
 
     The commit may still be applied later (a request may be in flight). Resolve it by asking
     `commit_outcome(table_id, commit_user, identifier)` later, or by resending the very same commit
-    (same commitUser, identifier and `idempotency_key`): the service deduplicates it.
+    (same commitUser, identifier and `idempotency_key`): the service deduplicates it. A transaction has
+    no key (None): its commitUser and identifier identify it, and `table_id` is its first table.
     """
 
     def __init__(
@@ -170,7 +171,7 @@ class CommitStateUnknown(CoordinatorClientError):
         table_id: str,
         commit_user: str,
         identifier: int,
-        idempotency_key: str,
+        idempotency_key: str | None,
         cause: BaseException,
     ) -> None:
         super().__init__(
