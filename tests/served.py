@@ -13,14 +13,45 @@ import httpx
 from tests.conftest import free_port, wait_healthy
 from tests.processes import stop_process
 
+STOP_AT = """
+import sys, threading, time
+from pathlib import Path
+from {module} import {owner}
+target, calls, marker = {qualified}.__code__, [0], Path({marker!r})
+
+def trace(frame, event, arg):
+    if event == "call" and frame.f_code is target:
+        calls[0] += 1
+        if calls[0] == {nth}:
+            marker.touch()
+            time.sleep(3600)  # until the test kills the process
+    return None
+
+sys.settrace(trace)
+threading.settrace(trace)
+from coordinator.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+"""A `coordinator serve` that stops dead at the nth call of a function, as a process does the instant
+it is killed there: the test waits for the marker file, then SIGKILLs it."""
+
 
 class ServedCoordinator:
     """Started at construction (migrating its database, as it does by default), its output in `log`."""
 
     def __init__(
-        self, database_url: str, warehouse: str | Path, log: Path, *, advertise: bool = False, **env: str
+        self,
+        database_url: str,
+        warehouse: str | Path,
+        log: Path,
+        *,
+        advertise: bool = False,
+        stop_at: tuple[str, int, Path] | None = None,
+        **env: str,
     ) -> None:
-        """`advertise`: the replica announces its URL, so other replicas forward commits to it."""
+        """`advertise`: the replica announces its URL, so other replicas forward commits to it.
+        `stop_at`: ("module:Class.method" or "module:function", n, marker) makes the process stop at
+        the nth call of it, touching `marker` (the code under test is not changed)."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
@@ -28,8 +59,17 @@ class ServedCoordinator:
         settings = {"COORDINATOR_DATABASE_URL": database_url, "COORDINATOR_WAREHOUSE": str(warehouse)}
         if advertise:
             settings["COORDINATOR_ADVERTISE_URL"] = self.url
+        program = ["-m", "coordinator.cli"]
+        if stop_at is not None:
+            where, nth, marker = stop_at
+            module, _, qualified = where.partition(":")
+            owner = qualified.partition(".")[0]
+            code = STOP_AT.format(
+                module=module, owner=owner, qualified=qualified, nth=nth, marker=str(marker)
+            )
+            program = ["-c", code]
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "coordinator.cli", "serve", "--port", str(self.port)],
+            [sys.executable, *program, "serve", "--port", str(self.port)],
             env={**os.environ, **settings, **env},
             stdout=self._sink,
             stderr=subprocess.STDOUT,
