@@ -4,13 +4,15 @@ usage: python bench/run.py [--quick] [--databases sqlite,postgres]
        python bench/run.py --s3 [--commits 100] [--writers 8] [--per-writer 20] [--database sqlite|postgres]
        python bench/run.py --rest [--s3 | --stores local,s3] [--databases sqlite,postgres] [--quick] [...]
        python bench/run.py --spark [--rows 5000000] [--repeats 5]
+       python bench/run.py --transactions [--pairs 200] [--databases sqlite,postgres]
 
 Prints one table per database (metric | coordinator | pypaimon | ratio | target) and writes every raw
 number to bench/results/<timestamp>.json. With `--s3`, instead, the S3 benchmark of bench/s3_commits.py
 (its own options follow). With `--rest`, pypaimon through the coordinator's Paimon REST catalog beside
 pypaimon's own filesystem commit, on local disk and on S3 (bench/rest_commits.py). With `--spark`,
 only the Spark benchmark of the paimon-coordinator data source (bench/spark_datasource.py: its writes
-and reads beside plain Spark's). What is measured and how to read it: bench/README.md.
+and reads beside plain Spark's). With `--transactions`, a 2-table transaction beside the same two
+commits made in turn (bench/transactions.py). What is measured and how to read it: bench/README.md.
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ def importable() -> None:
 def main() -> int:
     importable()
     argv = sys.argv[1:]
+    if "--transactions" in argv:
+        from bench.transactions import main as run_transactions
+
+        return run_transactions([a for a in argv if a != "--transactions"])
     if "--spark" in argv:
         from bench.spark_datasource import main as run_spark
 
