@@ -79,7 +79,7 @@ def commit_written(
         response = client.commit(layout.table_id, request, idempotency_key=key)
     except BaseException as error:
         return _settle(client, layout, request, files, prefix, what, key, error)
-    _committed(client, layout, response, files, prefix)
+    keep_committed(client, layout, response, files, prefix)
     return response
 
 
@@ -94,13 +94,13 @@ def _settle(
     error: BaseException,
 ) -> CommitResponse:
     """After the commit call failed: delete on a decided rejection, else ask, and keep while unknown."""
-    rejection: BaseException | None = error if _decided_rejection(error) else None
+    rejection: BaseException | None = error if decided_rejection(error) else None
     if rejection is None and not isinstance(error, CommitStateUnknown):
         # CommitStateUnknown means the client asked already (with retries) and could not learn it.
         outcome = _ask_outcome(client, layout.table_id, request, key)
         if outcome is not None and outcome.status == "committed":
             response = CommitResponse(snapshots=outcome.snapshots, deduplicated=True)
-            _committed(client, layout, response, files, prefix)
+            keep_committed(client, layout, response, files, prefix)
             _note(error, f"{what}: commit {_who(request)} stands (snapshots {_ids(response)}); rows are in")
             if not isinstance(error, Exception):
                 raise error  # Ctrl-C stops the job all the same, now that what it did is known
@@ -132,7 +132,7 @@ def _settle(
     ) from rejection
 
 
-def _committed(
+def keep_committed(
     client: CoordinatorClient,
     layout: SparkTable,
     response: CommitResponse,
@@ -166,7 +166,7 @@ def _names_files(
     return first.meta["fileName"] in {f.file_name for f in live.files}
 
 
-def _decided_rejection(error: BaseException) -> bool:
+def decided_rejection(error: BaseException) -> bool:
     """The coordinator's own answer that nothing of the commit was or will be written: a conflict (409)
     or invalid input (400, 413, 422), with its error body (a proxy's error page has none)."""
     return isinstance(error, (Conflict, BadRequest)) and error.body is not None

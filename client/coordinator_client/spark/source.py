@@ -75,6 +75,10 @@ class CoordinatorSource(DataSource):
 
         if overwrite:
             raise OptionError("outputMode", "a stream appends to the table; complete mode would overwrite it")
+        if "transaction" in self.options:
+            raise OptionError(
+                "transaction", "a stream commits each micro-batch; use foreachBatch with transaction()"
+            )
         return StreamWriter(self._job(schema, False, commit_user=query_user(self.options)))
 
     def _job(self, schema: StructType, overwrite: bool, *, commit_user: str | None = None) -> WriteJob:

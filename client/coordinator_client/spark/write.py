@@ -51,7 +51,7 @@ def write(
         WriteOutcomeUnknown: the commit was sent and nobody could say whether it stands; the data files
             were kept, and the error names the commitUser and identifier to ask about.
     """
-    options = _write_options(mode, partition, dynamic, properties)
+    options = write_options(mode, partition, dynamic, properties)
     user = commit_user or f"spark-write-{uuid.uuid4()}"
     if identifier != BATCH_IDENTIFIER and commit_user is not None:
         earlier = client.commit_outcome(table, user, identifier)
@@ -68,7 +68,7 @@ def write(
     try:
         writer.save(table)
     except Exception as error:
-        raise _write_error(error, table, user, identifier, mode) from error
+        raise write_error(error, table, user, identifier, mode) from error
     outcome = client.commit_outcome(table, user, identifier)
     return CommitResponse(snapshots=outcome.snapshots if outcome.status == "committed" else [])
 
@@ -91,7 +91,7 @@ def stream_sink(
     return sink
 
 
-def _write_options(
+def write_options(
     mode: str, partition: Mapping[str, Any] | None, dynamic: bool, properties: Mapping[str, str] | None
 ) -> dict[str, str]:
     if mode not in _MODES:
@@ -114,7 +114,7 @@ def _text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _write_error(error: Exception, table: str, user: str, identifier: int, mode: str) -> Exception:
+def write_error(error: Exception, table: str, user: str, identifier: int, mode: str) -> Exception:
     """The client's exception for a failed `save`: the data source raised it in a Spark worker, and Spark
     hands it on as text, so it is known by the error line its trace ends with. Planning errors (Spark's
     AnalysisException: the write was refused before any task ran) stay ValueErrors."""

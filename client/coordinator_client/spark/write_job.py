@@ -70,6 +70,9 @@ class WriteJob:
     overwrite: OverwriteSpec | None
     properties: Mapping[str, str]
     what: str
+    stage: str | None = None
+    """Option `transaction`: the file where the commit is staged for a multi-table transaction
+    (spark.transaction) instead of being sent."""
 
     @classmethod
     def plan(
@@ -118,6 +121,7 @@ class WriteJob:
                 k[len(PROPERTY_PREFIX) :]: v for k, v in options.items() if k.startswith(PROPERTY_PREFIX)
             },
             what=f"{mode} into {layout.table_id}",
+            stage=options.get("transaction"),
         )
 
     # ------------------------------------------------------------------ in a task
@@ -156,9 +160,8 @@ class WriteJob:
         files = [f for r in reports if isinstance(r, FilesWritten) for f in r.files]
         if not self.layout.has_primary_key:
             files = _number_append_files(files, self.next_sequence)
-        if not files and self.overwrite is None:
+        if not files and self.overwrite is None and self.stage is None:
             return  # nothing to commit (an empty micro-batch, say): no marker to leave behind
-        _CommitMarker(self.prefix).set()
         request = CommitRequest.model_validate(
             {
                 "commitUser": self.commit_user,
@@ -168,6 +171,13 @@ class WriteJob:
                 "messages": messages(files, "newFiles"),
             }
         )
+        if self.stage is not None:
+            # The transaction commits it with the other tables' writes; until then its files are the
+            # transaction's to keep or delete, so no commit marker: a failed staging is swept by abort.
+            staged = StagedWrite(self.layout, self.prefix, request, files)
+            Path(self.stage).write_text(staged.to_json())
+            return
+        _CommitMarker(self.prefix).set()
         with self.connection.client() as client:
             commit_written(client, self.layout, request, files, self.prefix, self.what)
         _CommitMarker(self.prefix).clear()
@@ -181,6 +191,33 @@ class WriteJob:
             marker.clear()
             return
         sweep(self.layout, self.prefix, keep=(), directories=None)
+
+
+@dataclass(frozen=True)
+class StagedWrite:
+    """One table's write of a multi-table transaction, staged on the driver's machine: its commit, not
+    sent, and the files it names."""
+
+    layout: SparkTable
+    prefix: str
+    request: CommitRequest
+    files: Sequence[WrittenFile]
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "table": self.layout.table_id,
+                "prefix": self.prefix,
+                "request": self.request.model_dump(mode="json", by_alias=True, exclude_none=True),
+                "files": [f.to_json() for f in self.files],
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str, layout: SparkTable) -> StagedWrite:
+        data = json.loads(text)
+        files = [WrittenFile.from_json(f) for f in data["files"]]
+        return cls(layout, data["prefix"], CommitRequest.model_validate(data["request"]), files)
 
 
 @dataclass(frozen=True)
