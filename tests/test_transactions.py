@@ -16,6 +16,9 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from coordinator.services import Services
+from coordinator.usecases.commit_records import commit_point
+from coordinator_client.models import TransactionRequest
 from tests.conftest import LiveServer
 from tests.paimon_files import (
     PaimonTable,
@@ -27,6 +30,7 @@ from tests.paimon_files import (
     sorted_rows,
     tree_digest,
 )
+from tests.pause import PausedCall
 
 
 def transaction(api: TestClient, changes: list[tuple[PaimonTable, list[dict[str, Any]]]], **body: Any) -> Any:
@@ -87,6 +91,7 @@ def test_two_tables_move_together_and_pypaimon_reads_both(api: TestClient, wareh
         (record,) = api.get(f"/tables/{table.id}/commits").json()["commits"]
         assert record["commitUser"] == "loader"
         assert record["details"] == {"transaction": [orders.id, customers.id]}
+    assert 'coordinator_transactions_total{outcome="committed"} 1.0' in api.get("/metrics").text
 
 
 def test_a_conflict_on_the_second_table_changes_neither(api: TestClient) -> None:
@@ -132,6 +137,7 @@ def test_a_conflict_on_the_second_table_changes_neither(api: TestClient) -> None
     # No manifest, list or snapshot of the transaction stayed behind on either table.
     assert {t.id: tree_digest(t.location) for t in (orders, customers)} == before
     assert api.get(f"/tables/{orders.id}/commits").json()["commits"] == []
+    assert 'coordinator_transactions_total{outcome="rejected"} 1.0' in api.get("/metrics").text
 
 
 def test_a_resend_answers_the_recorded_snapshots(api: TestClient) -> None:
@@ -298,3 +304,48 @@ def test_transactions_over_random_pairs_beside_single_commits_land_whole_and_onc
     for table in tables:
         assert sorted(r["id"] for r in pypaimon_rows(warehouse, table.id)) == sorted(landed[table.id])
     assert http.get("/locks").json()["locks"] == []
+
+
+def test_the_ops_api_shows_a_transaction_as_one_entry_with_its_tables(api: TestClient) -> None:
+    orders, customers = pk_table(api, "orders"), pk_table(api, "customers")
+    order_rows, customer_rows = rows_in_bucket(orders, 0, range(5)), rows_in_bucket(customers, 0, range(5))
+    request = TransactionRequest.model_validate(
+        {
+            "commitUser": "loader",
+            "identifier": 3,
+            "tables": [
+                {
+                    "table": orders.id,
+                    "messages": [
+                        orders.message(order_rows[0], newFiles=[orders.pk_file(order_rows, first_sequence=0)])
+                    ],
+                },
+                {
+                    "table": customers.id,
+                    "messages": [
+                        customers.message(
+                            customer_rows[0], newFiles=[customers.pk_file(customer_rows, first_sequence=0)]
+                        )
+                    ],
+                },
+            ],
+        }
+    )
+    services: Services = api.app.state.services  # type: ignore[attr-defined]
+    held = PausedCall(lambda: services.committer.transactions.commit(request), at=commit_point).start()
+    try:
+        (entry,) = api.get("/commits").json()["inFlight"]
+        assert entry["tables"] == [orders.id, customers.id]
+        assert entry["tableId"] == orders.id
+        assert entry["phase"] == "commitPoint"
+    finally:
+        held.resume()
+    commit(
+        api, orders, [orders.message(order_rows[0], newFiles=[orders.pk_file(order_rows, first_sequence=10)])]
+    )
+    recent = api.get("/commits").json()["recent"]
+    assert [r["tableId"] for r in recent] == [orders.id, customers.id]  # the single commit, then one entry
+    assert recent[1]["transaction"] == [
+        {"table": orders.id, "snapshots": [{"id": 1, "commitKind": "APPEND"}]},
+        {"table": customers.id, "snapshots": [{"id": 1, "commitKind": "APPEND"}]},
+    ]

@@ -34,6 +34,7 @@ from coordinator_client.models._commits import (
     KeyStatsModel,
     OverwriteSpec,
     SnapshotRef,
+    TableSnapshots,
     WinningSnapshot,
 )
 from coordinator_client.models._errors import (
@@ -107,7 +108,6 @@ from coordinator_client.models._tables import (
     TableResponse,
 )
 from coordinator_client.models._transactions import (
-    TableSnapshots,
     TransactionRequest,
     TransactionResponse,
     TransactionTableChange,

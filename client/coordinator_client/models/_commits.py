@@ -109,6 +109,11 @@ class CommitResponse(_Model):
     )
 
 
+class TableSnapshots(_Model):
+    table: str
+    snapshots: list[SnapshotRef]
+
+
 class WinningSnapshot(_Model):
     id: int
     commit_user: str
@@ -172,6 +177,11 @@ class CommitRecordModel(_Model):
     )
     details: dict[str, Any] | None = Field(default=None, description="what a maintenance action changed")
     table_id: str | None = None
+    transaction: list[TableSnapshots] | None = Field(
+        default=None,
+        description="in GET /commits: a multi-table transaction's tables and their snapshots, this one "
+        "entry standing for all of them",
+    )
 
 
 class CommitHistoryResponse(_Model):

@@ -60,6 +60,9 @@ class InFlightCommitModel(_Model):
     started_at: float = Field(description="epoch seconds")
     elapsed_ms: float
     timings: dict[str, float] = Field(description="phases finished so far (ms)")
+    tables: list[str] | None = Field(
+        default=None, description="a multi-table transaction's tables (tableId is the first of them)"
+    )
 
 
 class CommitsOverviewResponse(_Model):

@@ -15,7 +15,7 @@ from coordinator_client.models._base import (
     _Model,
     _Request,
 )
-from coordinator_client.models._commits import CommitMessageModel, OverwriteSpec, SnapshotRef
+from coordinator_client.models._commits import CommitMessageModel, OverwriteSpec, TableSnapshots
 
 
 class TransactionTableChange(_Request):
@@ -41,11 +41,6 @@ class TransactionRequest(_Request):
     commit_user: str = Field(min_length=1, max_length=200, pattern=COMMIT_USER_PATTERN)
     identifier: int = Field(default=BATCH_IDENTIFIER, ge=INT64_MIN, le=INT64_MAX)
     tables: list[TransactionTableChange] = Field(min_length=1)
-
-
-class TableSnapshots(_Model):
-    table: str
-    snapshots: list[SnapshotRef]
 
 
 class TransactionResponse(_Model):

@@ -191,7 +191,8 @@ function renderInFlight(response) {
     el(
       "tr",
       { "data-testid": "inflight-row", "data-table-id": c.tableId },
-      el("td", {}, c.tableId),
+      // A multi-table transaction is one entry naming all its tables.
+      el("td", {}, c.tables ? c.tables.join(", ") : c.tableId),
       el("td", {}, c.commitUser),
       num(identifier(c.identifier)),
       el("td", { class: "type", "data-testid": "inflight-phase" }, c.phase),

@@ -183,6 +183,7 @@ class InFlight:
                 started_at=member.started_at,
                 elapsed_ms=round((now - member.started) * 1000, 3),
                 timings=dict(member.timings),
+                tables=list(member.transaction) or None,
             )
             for table_id, member in pending
         ]

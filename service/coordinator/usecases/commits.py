@@ -109,18 +109,19 @@ class Committer:
         self._live_index = LiveIndex(engine, self._probes)
         self._decider = Decider(engine, self._live_index, clock)
         self._file_checks = FileChecks(fileio)
+        self._in_flight = InFlight()
         self.publication = Publication(
             engine, bookkeeping, fileio, tables, holds, self._states, self._live_index, metrics
         )
         self.transactions = Transactions(
             engine, bookkeeping, tables, holds, self._states, self.publication, self._decider,
-            self._file_checks, clock=clock, metrics=metrics, max_tables=max_transaction_tables,
+            self._file_checks, self._in_flight, clock=clock, metrics=metrics,
+            max_tables=max_transaction_tables,
         )  # fmt: skip
         self._queues: dict[str, CommitQueue] = {}
         self._queues_guard = threading.Lock()
         self._metrics = metrics
         self._events = CommitEvents(metrics)
-        self._in_flight = InFlight()
         self._after_commit: AfterCommit | None = None
 
     def after_each_commit(self, hook: AfterCommit) -> None:

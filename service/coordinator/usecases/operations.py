@@ -20,11 +20,13 @@ from coordinator.usecases.tables import TABLE_LOCK_PREFIX
 from coordinator_client.models import (
     AuditEntryModel,
     AuditListResponse,
+    CommitRecordModel,
     CommitsOverviewResponse,
     LockListResponse,
     LockModel,
     LockWaiterModel,
     ReleaseLockResponse,
+    TableSnapshots,
 )
 
 log = logging.getLogger(__name__)
@@ -97,7 +99,7 @@ class Operations:
         in_flight = [c for c in self._committer.in_flight() if table_id is None or c.table_id == table_id]
         return CommitsOverviewResponse(
             in_flight=in_flight,
-            recent=[commit_record(c) for c in stored],
+            recent=one_entry_per_transaction([commit_record(c) for c in stored]),
         )
 
     def audit(self, *, limit: int) -> AuditListResponse:
@@ -109,3 +111,26 @@ class Operations:
                 for e in self._audit.latest(limit)
             ]
         )
+
+
+def one_entry_per_transaction(records: list[CommitRecordModel]) -> list[CommitRecordModel]:
+    """The rows of one multi-table transaction (one per table) as one entry, where its newest row stood,
+    listing each table's snapshots."""
+    parts: dict[tuple[str, int, tuple[str, ...]], list[CommitRecordModel]] = {}
+    for record in records:
+        tables = (record.details or {}).get("transaction")
+        if record.outcome == "committed" and isinstance(tables, list):
+            parts.setdefault((record.commit_user, record.identifier, tuple(tables)), []).append(record)
+    entries = []
+    for record in records:
+        tables = (record.details or {}).get("transaction")
+        if record.outcome != "committed" or not isinstance(tables, list):
+            entries.append(record)
+            continue
+        rows = parts.pop((record.commit_user, record.identifier, tuple(tables)), None)
+        if rows is None:
+            continue  # a later row of a transaction already listed
+        by_table = {r.table_id: r.snapshots for r in rows}
+        listed = [TableSnapshots(table=t, snapshots=by_table.get(t, [])) for t in tables]
+        entries.append(record.model_copy(update={"transaction": listed}))
+    return entries

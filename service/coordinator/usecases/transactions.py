@@ -28,7 +28,7 @@ from coordinator.domain.committable import ResolvedCommittable, resolve_committa
 from coordinator.domain.conflicts import Conflict
 from coordinator.errors import CommitConflict, CoordinatorError, InvalidRequest, TableNotFound
 from coordinator.observability.metrics import Metrics
-from coordinator.usecases.commit_queue import Intake, PendingCommit, timed_together
+from coordinator.usecases.commit_queue import InFlight, Intake, PendingCommit, timed_together
 from coordinator.usecases.commit_records import (
     GroupResult,
     TableChange,
@@ -91,6 +91,7 @@ class Transactions:
         publication: Publication,
         decider: Decider,
         file_checks: FileChecks,
+        in_flight: InFlight,
         *,
         clock: Clock,
         metrics: Metrics,
@@ -104,6 +105,7 @@ class Transactions:
         self._publication = publication
         self._decider = decider
         self._file_checks = file_checks
+        self._in_flight = in_flight
         self._clock = clock
         self._metrics = metrics
         self.max_tables = max_tables
@@ -123,7 +125,13 @@ class Transactions:
             for part in parts:
                 self._file_checks.verify(part.table, part.member.resolved)
             timings = {"validate": _ms(started)}
-            with self._holds.hold([p.table for p in parts], "commit") as hold:
+            # One entry in the ops API for the whole transaction, under its first table.
+            lead = parts[0].member
+            lead.current = "lockWait"
+            with (
+                self._in_flight.tracking(parts[0].table.id, lead),
+                self._holds.hold([p.table for p in parts], "commit") as hold,
+            ):
                 timings["lockWait"] = _ms(started) - timings["validate"]
                 response = self._decide_all(parts, hold)
                 if not response.deduplicated:
