@@ -6,11 +6,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+from sqlalchemy import create_engine, text
 
-from tests.conftest import free_port, wait_healthy
+from tests.conftest import OWNED_TABLES, free_port, wait_healthy
 from tests.processes import stop_process
 
 STOP_AT = """
@@ -94,3 +97,24 @@ class ServedCoordinator:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@contextmanager
+def emptied_replicas(
+    pg_url: str, warehouse: Path, tmp_path: Path, count: int, **env: str
+) -> Iterator[list[ServedCoordinator]]:
+    """`count` replicas on the session's PostgreSQL database, emptied first; stopped at the end."""
+    engine = create_engine(pg_url)
+    with engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {', '.join(OWNED_TABLES)} RESTART IDENTITY CASCADE"))
+    engine.dispose()
+    replicas = [
+        ServedCoordinator(pg_url, warehouse, tmp_path / f"replica-{i}.log", **env) for i in range(count)
+    ]
+    try:
+        for replica in replicas:
+            replica.wait_healthy()
+        yield replicas
+    finally:
+        for replica in replicas:
+            replica.stop()

@@ -8,12 +8,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import create_engine, text
 
 from coordinator_client import CommitResponse, CoordinatorClient
-from tests.conftest import OWNED_TABLES
 from tests.paimon_files import PaimonTable, pypaimon_rows
-from tests.served import ServedCoordinator
+from tests.served import ServedCoordinator, emptied_replicas
 
 WRITERS = 8
 COMMITS = 25
@@ -21,26 +19,10 @@ COMMITS = 25
 
 @pytest.fixture
 def two_services(pg_url: str, warehouse: Path, tmp_path: Path) -> Iterator[list[ServedCoordinator]]:
-    engine = create_engine(pg_url)
-    with engine.begin() as conn:
-        conn.execute(text(f"TRUNCATE {', '.join(OWNED_TABLES)} RESTART IDENTITY CASCADE"))
-    engine.dispose()
-    services = [
-        ServedCoordinator(
-            pg_url,
-            warehouse,
-            tmp_path / f"coordinator-{i}.log",
-            COORDINATOR_LOCK_ACQUIRE_TIMEOUT_SECONDS="60",
-        )
-        for i in range(2)
-    ]
-    try:
-        for service in services:
-            service.wait_healthy()
-        yield services
-    finally:
-        for service in services:
-            service.stop()
+    with emptied_replicas(
+        pg_url, warehouse, tmp_path, 2, COORDINATOR_LOCK_ACQUIRE_TIMEOUT_SECONDS="60"
+    ) as started:
+        yield started
 
 
 @pytest.mark.slow

@@ -57,19 +57,27 @@ def _post_ignoring_the_end(url: str, body: dict[str, Any]) -> None:
         pass  # the replica died with the request in it: the answer is lost, as a writer would see
 
 
-def _tables(served: ServedCoordinator) -> list[PaimonTable]:
-    return [create_table(served.http, "sales", name, {"id": "BIGINT"}) for name in ("fact", "dim")]
+def _killed_in_a_transaction(
+    stop: tuple[str, int], database_url: str, warehouse: Path, tmp_path: Path
+) -> tuple[PaimonTable, PaimonTable, dict[str, Any]]:
+    """Two tables, and a transaction over both that a replica was SIGKILLed in, at the nth call of
+    `stop`; returns the tables and the transaction's body."""
+    marker = tmp_path / "stopped"
+    where, nth = stop
+    with ServedCoordinator(
+        database_url, warehouse, tmp_path / "doomed.log", stop_at=(where, nth, marker), **LEASE
+    ) as doomed:
+        fact, dim = (create_table(doomed.http, "sales", name, {"id": "BIGINT"}) for name in ("fact", "dim"))
+        body = _body([fact, dim])
+        _kill_while_committing(doomed, body, marker)
+    return fact, dim, body
 
 
 def test_killed_before_the_second_table_is_published_both_show_it_after_a_restart(
     database_url: str, warehouse: Path, tmp_path: Path
 ) -> None:
-    marker = tmp_path / "stopped"
-    stop = ("coordinator.usecases.publication:Publication.publish_group", 2, marker)
-    with ServedCoordinator(database_url, warehouse, tmp_path / "doomed.log", stop_at=stop, **LEASE) as doomed:
-        fact, dim = _tables(doomed)
-        body = _body([fact, dim])
-        _kill_while_committing(doomed, body, marker)
+    stop = ("coordinator.usecases.publication:Publication.publish_group", 2)
+    fact, dim, body = _killed_in_a_transaction(stop, database_url, warehouse, tmp_path)
     assert file_exists(f"{fact.location}/snapshot/snapshot-1")
     assert not file_exists(f"{dim.location}/snapshot/snapshot-1")  # the commit point decided it; unpublished
     with ServedCoordinator(database_url, warehouse, tmp_path / "restarted.log", **LEASE) as restarted:
@@ -85,12 +93,8 @@ def test_killed_before_the_second_table_is_published_both_show_it_after_a_restar
 def test_killed_before_the_commit_point_neither_shows_it_and_a_resend_commits_it_once(
     database_url: str, warehouse: Path, tmp_path: Path
 ) -> None:
-    marker = tmp_path / "stopped"
-    stop = ("coordinator.usecases.commit_records:commit_point", 1, marker)
-    with ServedCoordinator(database_url, warehouse, tmp_path / "doomed.log", stop_at=stop, **LEASE) as doomed:
-        fact, dim = _tables(doomed)
-        body = _body([fact, dim])
-        _kill_while_committing(doomed, body, marker)
+    stop = ("coordinator.usecases.commit_records:commit_point", 1)
+    fact, dim, body = _killed_in_a_transaction(stop, database_url, warehouse, tmp_path)
     with ServedCoordinator(database_url, warehouse, tmp_path / "restarted.log", **LEASE) as restarted:
         for table in (fact, dim):
             assert restarted.http.get(f"/tables/{table.id}/snapshots/latest").status_code == 404

@@ -16,12 +16,10 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import create_engine, text
 
 from coordinator_client import CoordinatorClient
-from tests.conftest import OWNED_TABLES
 from tests.paimon_files import PaimonTable, create_table, pypaimon_rows
-from tests.served import ServedCoordinator
+from tests.served import ServedCoordinator, emptied_replicas
 
 pytestmark = pytest.mark.slow
 
@@ -37,19 +35,10 @@ RETENTION = {
 
 @pytest.fixture
 def services(pg_url: str, warehouse: Path, tmp_path: Path) -> Iterator[list[ServedCoordinator]]:
-    engine = create_engine(pg_url)
-    with engine.begin() as conn:
-        conn.execute(text(f"TRUNCATE {', '.join(OWNED_TABLES)} RESTART IDENTITY CASCADE"))
-    engine.dispose()
-    env = {"COORDINATOR_LOCK_ACQUIRE_TIMEOUT_SECONDS": "120"}
-    started = [ServedCoordinator(pg_url, warehouse, tmp_path / f"replica-{i}.log", **env) for i in range(2)]
-    try:
-        for service in started:
-            service.wait_healthy()
+    with emptied_replicas(
+        pg_url, warehouse, tmp_path, 2, COORDINATOR_LOCK_ACQUIRE_TIMEOUT_SECONDS="120"
+    ) as started:
         yield started
-    finally:
-        for service in started:
-            service.stop()
 
 
 def transaction_writer(n: int, urls: list[str], tables: list[dict[str, Any]]) -> list[tuple[int, list[str]]]:

@@ -71,11 +71,10 @@ class OverwriteSpec(_Request):
     partition: dict[str, JsonValue] | None = None
 
 
-class CommitRequest(_Request):
-    """A ManifestCommittable: the unit the coordinator commits atomically (at most two snapshots)."""
+class _TableChanges(_Request):
+    """What a commit changes in one table: the fields a single commit and each table of a multi-table
+    transaction share, with the same meaning."""
 
-    commit_user: str = Field(min_length=1, max_length=200, pattern=COMMIT_USER_PATTERN)
-    identifier: int = Field(default=BATCH_IDENTIFIER, ge=INT64_MIN, le=INT64_MAX)
     watermark: Int64 | None = None
     properties: dict[Text, Text] = Field(default_factory=dict)
     overwrite: OverwriteSpec | None = None
@@ -86,6 +85,13 @@ class CommitRequest(_Request):
         description="strict mode: reject if the table moved past this snapshot",
     )
     messages: list[CommitMessageModel] = Field(default_factory=list)
+
+
+class CommitRequest(_TableChanges):
+    """A ManifestCommittable: the unit the coordinator commits atomically (at most two snapshots)."""
+
+    commit_user: str = Field(min_length=1, max_length=200, pattern=COMMIT_USER_PATTERN)
+    identifier: int = Field(default=BATCH_IDENTIFIER, ge=INT64_MIN, le=INT64_MAX)
 
 
 CommitKind = Literal["APPEND", "COMPACT", "OVERWRITE", "ANALYZE"]

@@ -10,28 +10,16 @@ from coordinator_client.models._base import (
     COMMIT_USER_PATTERN,
     INT64_MAX,
     INT64_MIN,
-    Int64,
-    Text,
     _Model,
     _Request,
 )
-from coordinator_client.models._commits import CommitMessageModel, OverwriteSpec, TableSnapshots
+from coordinator_client.models._commits import TableSnapshots, _TableChanges
 
 
-class TransactionTableChange(_Request):
+class TransactionTableChange(_TableChanges):
     """One table's part: the fields of a single commit (CommitRequest), with the same meaning."""
 
     table: str = Field(min_length=1, max_length=256, description="the table id, database.name")
-    watermark: Int64 | None = None
-    properties: dict[Text, Text] = Field(default_factory=dict)
-    overwrite: OverwriteSpec | None = None
-    base_snapshot_id: int | None = Field(
-        default=None,
-        ge=0,
-        le=INT64_MAX,
-        description="strict mode: reject the transaction if this table moved past this snapshot",
-    )
-    messages: list[CommitMessageModel] = Field(default_factory=list)
 
 
 class TransactionRequest(_Request):

@@ -67,15 +67,7 @@ def bookkeeping_engine(engine: Engine) -> Engine:
     only means a resend is judged afresh). The commit point itself uses the durable engine. Elsewhere
     this is `engine` itself: SQLite in WAL mode with synchronous=NORMAL does not flush per commit anyway.
     """
-    if engine.dialect.name != "postgresql":
-        return engine
-    return create_engine(
-        engine.url,
-        connect_args={"options": "-c synchronous_commit=off"},
-        pool_size=5,
-        max_overflow=10,
-        pool_recycle=1800,
-    )
+    return _postgres_sessions_with(engine, "synchronous_commit=off")
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -101,12 +93,13 @@ def probe_engine(engine: Engine) -> Engine:
     probe is one statement in autocommit instead of BEGIN, SET LOCAL, the probe and COMMIT: three round
     trips fewer on every commit. Elsewhere this is `engine` itself.
     """
+    return _postgres_sessions_with(engine, "enable_seqscan=off")
+
+
+def _postgres_sessions_with(engine: Engine, setting: str) -> Engine:
+    """A small pool of its own whose PostgreSQL sessions start with `setting`; elsewhere `engine`."""
     if engine.dialect.name != "postgresql":
         return engine
     return create_engine(
-        engine.url,
-        connect_args={"options": "-c enable_seqscan=off"},
-        pool_size=5,
-        max_overflow=10,
-        pool_recycle=1800,
+        engine.url, connect_args={"options": f"-c {setting}"}, pool_size=5, max_overflow=10, pool_recycle=1800
     )
