@@ -202,6 +202,7 @@ def test_an_identifier_a_single_commit_used_is_refused(api: TestClient) -> None:
         ("an unknown table", 404, "tables[1].table"),
         ("more tables than the limit", 422, "tables"),
         ("a bad message in the second table", 422, "tables[1].messages[0].bucket"),
+        ("a file of the second table not on storage", 422, "tables[1].messages"),
     ],
 )
 def test_bad_transactions_are_refused_naming_the_field_and_change_nothing(
@@ -225,6 +226,18 @@ def test_bad_transactions_are_refused_naming_the_field_and_change_nothing(
         "a bad message in the second table": [
             order_change,
             {"table": customers.id, "messages": [{**customer_message, "bucket": 7}]},
+        ],
+        "a file of the second table not on storage": [
+            order_change,
+            {
+                "table": customers.id,
+                "messages": [
+                    {
+                        **customer_message,
+                        "newFiles": [{**customer_message["newFiles"][0], "fileName": "data-gone.parquet"}],
+                    }
+                ],
+            },
         ],
     }[case]
     before = {t.id: tree_digest(t.location) for t in (orders, customers)}

@@ -23,10 +23,18 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
 from coordinator.clock import Clock
+from coordinator.db import repositories as repo
+from coordinator.db.engine import read_only
 from coordinator.db.repositories import live_files
 from coordinator.domain.committable import ResolvedCommittable, resolve_committable
 from coordinator.domain.conflicts import Conflict
-from coordinator.errors import CommitConflict, CoordinatorError, InvalidRequest, TableNotFound
+from coordinator.errors import (
+    CommitConflict,
+    CoordinatorError,
+    DataFileMissing,
+    InvalidRequest,
+    TableNotFound,
+)
 from coordinator.observability.metrics import Metrics
 from coordinator.usecases.commit_queue import InFlight, Intake, PendingCommit, timed_together
 from coordinator.usecases.commit_records import (
@@ -123,7 +131,7 @@ class Transactions:
         try:
             parts = self._intake(request, started)
             for part in parts:
-                self._file_checks.verify(part.table, part.member.resolved)
+                self._verify_files(part)
             timings = {"validate": _ms(started)}
             # One entry in the ops API for the whole transaction, under its first table.
             lead = parts[0].member
@@ -185,6 +193,21 @@ class Transactions:
             member.transaction = tuple(names)
             parts.append(_Part(i, table, member))
         return parts
+
+    def _verify_files(self, part: _Part) -> None:
+        """Every file the part adds is on storage with its size, unless the transaction stands already:
+        a resend may name files that maintenance has removed since, and is answered from the record.
+
+        Raises:
+            DataFileMissing: naming the table's messages (`tables[i].messages`).
+        """
+        try:
+            self._file_checks.verify(part.table, part.member.resolved)
+        except DataFileMissing as missing:
+            user, identifier = part.member.key
+            with read_only(self._engine) as conn:
+                if repo.find_committed(conn, part.table.id, user, identifier) is None:
+                    raise DataFileMissing(missing.message, field=f"tables[{part.index}].messages") from None
 
     def _decide_all(self, parts: list[_Part], hold: Hold) -> TransactionResponse:
         """Decide the transaction; again when a table changed under the hold before the commit point (it
