@@ -32,21 +32,19 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
-from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel
 
+from coordinator_client._calls import JSON_HEADERS, Calls, coerce, json_body, page_params, route, send_json
 from coordinator_client._retry_policy import (
     RETRY_AFTER_CAP_SECONDS as RETRY_AFTER_CAP_SECONDS,  # part of this module's interface
 )
 from coordinator_client._retry_policy import (
-    did_nothing,
     may_be_in_flight,
     rejected,
-    unavailable_delay,
 )
 from coordinator_client._scan import JSON_LINES
 from coordinator_client._steps import Flow, Pause, Send
@@ -55,7 +53,6 @@ from coordinator_client.errors import (
     ServerError,
     ServiceUnavailable,
     TransportError,
-    api_error,
 )
 from coordinator_client.models import (
     AlterTableRequest,
@@ -100,121 +97,88 @@ COMMIT_SEND_DELAYS: tuple[float, ...] = (0.0, 0.2, 1.0)
 OUTCOME_QUERY_DELAYS: tuple[float, ...] = (0.0, 0.5, 2.0)
 """Pause before each outcome query after a lost commit answer: its length is the most queries."""
 
-_T = TypeVar("_T")
 _M = TypeVar("_M", bound=BaseModel)
 
 
-def _path(*parts: str | int) -> str:
-    return "/" + "/".join(quote(str(part), safe="") for part in parts)
-
-
-def _page_params(
-    limit: int | None, page_token: str | None, database: str | None, name_prefix: str | None
-) -> dict[str, str | int]:
-    """The table list's paging parameters that are set."""
-    given = {"limit": limit, "page_token": page_token, "database": database, "name_prefix": name_prefix}
-    return {k: v for k, v in given.items() if v is not None}
-
-
-def _json_body(model: BaseModel) -> bytes:
-    return model.model_dump_json(by_alias=True).encode()
-
-
-_JSON_HEADERS = {"Content-Type": "application/json"}
-
-
-def _send_json(method: str, path: str, request: BaseModel) -> Send:
-    return Send(method, path, body=_json_body(request), headers=_JSON_HEADERS)
-
-
-def _coerce(model: type[_M], value: _M | Mapping[str, Any]) -> _M:
-    """The request model itself, or one validated from a dict (snake_case or camelCase keys)."""
-    return value if isinstance(value, model) else model.model_validate(value)
-
-
-class Api:
+class Api(Calls):
     """Every endpoint as a flow; the request building, parsing and retry policy of both clients."""
 
-    def __init__(self, max_unavailable_retries: int) -> None:
-        if max_unavailable_retries < 0:
-            raise ValueError("max_unavailable_retries must be >= 0")
-        self.max_unavailable_retries = max_unavailable_retries
-
-    def exchange(self, send: Send) -> Flow[httpx.Response]:
-        """Send until the answer is not a 503 (within the retry budget); return a 2xx or raise ApiError."""
-        retries = 0
-        while True:
-            response = yield send
-            assert response is not None
-            if response.is_success:
-                return response
-            error = api_error(response)
-            if not did_nothing(error) or retries >= self.max_unavailable_retries:
-                raise error
-            retries += 1
-            yield Pause(unavailable_delay(error, retries))
-
-    def call(self, send: Send, model: type[_M]) -> Flow[_M]:
-        response = yield from self.exchange(send)
-        return model.model_validate_json(response.content)
-
     def create_table(self, request: CreateTableRequest | Mapping[str, Any]) -> Flow[TableResponse]:
-        send = _send_json("POST", _path("tables"), _coerce(CreateTableRequest, request))
+        send = send_json("POST", route("tables"), coerce(CreateTableRequest, request))
         return (yield from self.call(send, TableResponse))
 
     def list_tables(
         self, limit: int | None, page_token: str | None, database: str | None, name_prefix: str | None
     ) -> Flow[TableListResponse]:
-        params = _page_params(limit, page_token, database, name_prefix)
-        return (yield from self.call(Send("GET", _path("tables"), params=params), TableListResponse))
+        params = page_params(limit, page_token, database, name_prefix)
+        return (yield from self.call(Send("GET", route("tables"), params=params), TableListResponse))
 
     def get_table(self, table_id: str) -> Flow[TableResponse]:
-        return (yield from self.call(Send("GET", _path("tables", table_id)), TableResponse))
+        return (yield from self.call(Send("GET", route("tables", table_id)), TableResponse))
 
     def drop_table(self, table_id: str, purge: bool) -> Flow[None]:
         params = {"purge": "true" if purge else "false"}
-        yield from self.exchange(Send("DELETE", _path("tables", table_id), params=params))
+        yield from self.exchange(Send("DELETE", route("tables", table_id), params=params))
 
     def commit(
         self, table_id: str, request: CommitRequest | Mapping[str, Any], idempotency_key: str | None
     ) -> Flow[CommitResponse]:
-        commit = _coerce(CommitRequest, request)
+        commit = coerce(CommitRequest, request)
         key = idempotency_key if idempotency_key is not None else str(uuid.uuid4())
         send = Send(
             "POST",
-            _path("tables", table_id, "commits"),
-            body=_json_body(commit),
-            headers={**_JSON_HEADERS, "Idempotency-Key": key},
+            route("tables", table_id, "commits"),
+            body=json_body(commit),
+            headers={**JSON_HEADERS, "Idempotency-Key": key},
         )
-        failure: TransportError | ServerError | None = None
-        in_flight = False  # may a failed send still reach the service, or still run in it?
-        for delay in COMMIT_SEND_DELAYS:
-            if failure is not None and delay > 0:
-                yield Pause(delay)
-            try:
-                return (yield from self.call(send, CommitResponse))
-            except (TransportError, ServerError) as error:
-                failure = error
-            in_flight = in_flight or may_be_in_flight(failure)
-            if isinstance(failure, TransportError) and not failure.may_have_reached_service:
-                continue  # the connection could not even be opened: nothing reached the service
+
+        def resolve(failure: TransportError | ServerError) -> Flow[CommitResponse | None]:
             outcome = yield from self._outcome_after(
                 table_id, commit.commit_user, commit.identifier, key, failure
             )
-            if outcome.status == "committed":
-                return CommitResponse(snapshots=outcome.snapshots, deduplicated=True)
             if outcome.status == "rejected":
                 raise rejected(outcome) from failure
-            # unknown: the service never received it, so sending it again is safe
-        assert failure is not None
-        if in_flight:
-            raise CommitStateUnknown(
+            committed = outcome.status == "committed"
+            return CommitResponse(snapshots=outcome.snapshots, deduplicated=True) if committed else None
+
+        def unknown(failure: TransportError | ServerError) -> CommitStateUnknown:
+            return CommitStateUnknown(
                 table_id=table_id,
                 commit_user=commit.commit_user,
                 identifier=commit.identifier,
                 idempotency_key=key,
                 cause=failure,
             )
+
+        return (yield from self._send_resolving(send, CommitResponse, resolve, unknown))
+
+    def _send_resolving(
+        self,
+        send: Send,
+        model: type[_M],
+        resolve: Callable[[TransportError | ServerError], Flow[_M | None]],
+        unknown: Callable[[TransportError | ServerError], CommitStateUnknown],
+    ) -> Flow[_M]:
+        """Send a commit; when its answer is lost, `resolve` asks what became of it: the answer, or None
+        when the service never received it and sending it again is safe (see the retry rules above)."""
+        failure: TransportError | ServerError | None = None
+        in_flight = False  # may a failed send still reach the service, or still run in it?
+        for delay in COMMIT_SEND_DELAYS:
+            if failure is not None and delay > 0:
+                yield Pause(delay)
+            try:
+                return (yield from self.call(send, model))
+            except (TransportError, ServerError) as error:
+                failure = error
+            in_flight = in_flight or may_be_in_flight(failure)
+            if isinstance(failure, TransportError) and not failure.may_have_reached_service:
+                continue  # the connection could not even be opened: nothing reached the service
+            answer = yield from resolve(failure)
+            if answer is not None:
+                return answer
+        assert failure is not None
+        if in_flight:
+            raise unknown(failure)
         raise failure
 
     def _outcome_after(
@@ -246,62 +210,53 @@ class Api:
     ) -> Flow[TransactionResponse]:
         """A commit over several tables, with a commit's handling of a lost answer: its tables' parts are
         recorded at one commit point, so the first table's outcome is the transaction's."""
-        transaction = _coerce(TransactionRequest, request)
+        transaction = coerce(TransactionRequest, request)
         user, identifier = transaction.commit_user, transaction.identifier
-        send = Send("POST", "/transactions", body=_json_body(transaction), headers=_JSON_HEADERS)
+        send = Send("POST", "/transactions", body=json_body(transaction), headers=JSON_HEADERS)
         first = transaction.tables[0].table
-        failure: TransportError | ServerError | None = None
-        in_flight = False
-        for delay in COMMIT_SEND_DELAYS:
-            if failure is not None and delay > 0:
-                yield Pause(delay)
-            try:
-                return (yield from self.call(send, TransactionResponse))
-            except (TransportError, ServerError) as error:
-                failure = error
-            in_flight = in_flight or may_be_in_flight(failure)
-            if isinstance(failure, TransportError) and not failure.may_have_reached_service:
-                continue
+
+        def resolve(failure: TransportError | ServerError) -> Flow[TransactionResponse | None]:
             outcome = yield from self._outcome_after(first, user, identifier, None, failure)
-            if outcome.status == "committed":
-                tables = [TableSnapshots(table=first, snapshots=outcome.snapshots)]
-                for change in transaction.tables[1:]:
-                    each = yield from self._outcome_after(change.table, user, identifier, None, failure)
-                    tables.append(TableSnapshots(table=change.table, snapshots=each.snapshots))
-                return TransactionResponse(tables=tables, deduplicated=True)
-            # Not recorded (a rejected transaction records nothing): sending it again is safe.
-        assert failure is not None
-        if in_flight:
-            raise CommitStateUnknown(
+            if outcome.status != "committed":
+                return None  # not recorded (a rejected transaction records nothing): send it again
+            tables = [TableSnapshots(table=first, snapshots=outcome.snapshots)]
+            for change in transaction.tables[1:]:
+                each = yield from self._outcome_after(change.table, user, identifier, None, failure)
+                tables.append(TableSnapshots(table=change.table, snapshots=each.snapshots))
+            return TransactionResponse(tables=tables, deduplicated=True)
+
+        def unknown(failure: TransportError | ServerError) -> CommitStateUnknown:
+            return CommitStateUnknown(
                 table_id=first, commit_user=user, identifier=identifier, idempotency_key=None, cause=failure
             )
-        raise failure
+
+        return (yield from self._send_resolving(send, TransactionResponse, resolve, unknown))
 
     def commit_history(self, table_id: str, limit: int) -> Flow[CommitHistoryResponse]:
-        send = Send("GET", _path("tables", table_id, "commits"), params={"limit": limit})
+        send = Send("GET", route("tables", table_id, "commits"), params={"limit": limit})
         return (yield from self.call(send, CommitHistoryResponse))
 
     def commit_outcome(
         self, table_id: str, commit_user: str, identifier: int, idempotency_key: str | None
     ) -> Flow[CommitOutcomeResponse]:
         params = {"idempotencyKey": idempotency_key} if idempotency_key is not None else None
-        send = Send("GET", _path("tables", table_id, "commits", commit_user, identifier), params=params)
+        send = Send("GET", route("tables", table_id, "commits", commit_user, identifier), params=params)
         return (yield from self.call(send, CommitOutcomeResponse))
 
     def list_snapshots(self, table_id: str, limit: int, before: int | None) -> Flow[SnapshotListResponse]:
         params: dict[str, str | int] = {"limit": limit}
         if before is not None:
             params["before"] = before
-        send = Send("GET", _path("tables", table_id, "snapshots"), params=params)
+        send = Send("GET", route("tables", table_id, "snapshots"), params=params)
         return (yield from self.call(send, SnapshotListResponse))
 
     def latest_snapshot(self, table_id: str) -> Flow[SnapshotModel]:
         return (
-            yield from self.call(Send("GET", _path("tables", table_id, "snapshots", "latest")), SnapshotModel)
+            yield from self.call(Send("GET", route("tables", table_id, "snapshots", "latest")), SnapshotModel)
         )
 
     def get_snapshot(self, table_id: str, snapshot_id: int) -> Flow[SnapshotModel]:
-        send = Send("GET", _path("tables", table_id, "snapshots", snapshot_id))
+        send = Send("GET", route("tables", table_id, "snapshots", snapshot_id))
         return (yield from self.call(send, SnapshotModel))
 
     def live_files(
@@ -312,7 +267,7 @@ class Api:
             params["snapshot"] = snapshot
         if partition is not None:
             params["partition"] = json.dumps(dict(partition), separators=(",", ":"))
-        send = Send("GET", _path("tables", table_id, "files"), params=params)
+        send = Send("GET", route("tables", table_id, "files"), params=params)
         return (yield from self.call(send, FileListResponse))
 
     def scan_plan(
@@ -330,7 +285,7 @@ class Api:
             params["partition"] = json.dumps(dict(partition), separators=(",", ":"))
         if scope != "all":  # the default is left out: a service without `scope` answers as before
             params["scope"] = scope
-        path = _path("tables", table_id, "files")
+        path = route("tables", table_id, "files")
         send = Send("GET", path, params=params, headers={"Accept": JSON_LINES}, stream=True)
         return (yield from self.exchange(send))
 
@@ -340,74 +295,74 @@ class Api:
         params: dict[str, str | int] = {}
         if partition is not None:
             params["partition"] = json.dumps(dict(partition), separators=(",", ":"))
-        send = Send("GET", _path("tables", table_id, "sequence-numbers"), params=params)
+        send = Send("GET", route("tables", table_id, "sequence-numbers"), params=params)
         return (yield from self.call(send, SequenceNumbersResponse))
 
     def set_options(
         self, table_id: str, options: Mapping[str, str], remove: Sequence[str]
     ) -> Flow[TableResponse]:
         request = SetOptionsRequest(set=dict(options), remove=list(remove))
-        send = _send_json("PATCH", _path("tables", table_id, "options"), request)
+        send = send_json("PATCH", route("tables", table_id, "options"), request)
         return (yield from self.call(send, TableResponse))
 
     def alter_table(
         self, table_id: str, changes: Sequence[SchemaChange | Mapping[str, Any]]
     ) -> Flow[TableResponse]:
         request = AlterTableRequest.model_validate({"changes": list(changes)})
-        send = _send_json("POST", _path("tables", table_id, "schema"), request)
+        send = send_json("POST", route("tables", table_id, "schema"), request)
         return (yield from self.call(send, TableResponse))
 
     def expire(self, table_id: str) -> Flow[ExpireResponse]:
-        return (yield from self.call(Send("POST", _path("tables", table_id, "expire")), ExpireResponse))
+        return (yield from self.call(Send("POST", route("tables", table_id, "expire")), ExpireResponse))
 
     def list_tags(self, table_id: str) -> Flow[TagListResponse]:
-        return (yield from self.call(Send("GET", _path("tables", table_id, "tags")), TagListResponse))
+        return (yield from self.call(Send("GET", route("tables", table_id, "tags")), TagListResponse))
 
     def create_tag(self, table_id: str, name: str, snapshot_id: int | None) -> Flow[TagModel]:
         request = CreateTagRequest(name=name, snapshot_id=snapshot_id)
-        send = _send_json("POST", _path("tables", table_id, "tags"), request)
+        send = send_json("POST", route("tables", table_id, "tags"), request)
         return (yield from self.call(send, TagModel))
 
     def delete_tag(self, table_id: str, name: str) -> Flow[DeleteTagResponse]:
-        send = Send("DELETE", _path("tables", table_id, "tags", name))
+        send = Send("DELETE", route("tables", table_id, "tags", name))
         return (yield from self.call(send, DeleteTagResponse))
 
     def rollback(self, table_id: str, snapshot_id: int | None, tag: str | None) -> Flow[RollbackResponse]:
         request = RollbackRequest(snapshot_id=snapshot_id, tag=tag)
-        send = _send_json("POST", _path("tables", table_id, "rollback"), request)
+        send = send_json("POST", route("tables", table_id, "rollback"), request)
         return (yield from self.call(send, RollbackResponse))
 
     def list_consumers(self, table_id: str) -> Flow[ConsumerListResponse]:
-        send = Send("GET", _path("tables", table_id, "consumers"))
+        send = Send("GET", route("tables", table_id, "consumers"))
         return (yield from self.call(send, ConsumerListResponse))
 
     def set_consumer(self, table_id: str, consumer_id: str, next_snapshot_id: int) -> Flow[ConsumerModel]:
         request = SetConsumerRequest(next_snapshot_id=next_snapshot_id)
-        send = _send_json("PUT", _path("tables", table_id, "consumers", consumer_id), request)
+        send = send_json("PUT", route("tables", table_id, "consumers", consumer_id), request)
         return (yield from self.call(send, ConsumerModel))
 
     def delete_consumer(self, table_id: str, consumer_id: str) -> Flow[None]:
-        yield from self.exchange(Send("DELETE", _path("tables", table_id, "consumers", consumer_id)))
+        yield from self.exchange(Send("DELETE", route("tables", table_id, "consumers", consumer_id)))
 
     def clean_orphans(
         self, table_id: str, older_than_seconds: float, dry_run: bool
     ) -> Flow[CleanOrphansResponse]:
         request = CleanOrphansRequest(older_than_seconds=older_than_seconds, dry_run=dry_run)
-        send = _send_json("POST", _path("tables", table_id, "orphans", "clean"), request)
+        send = send_json("POST", route("tables", table_id, "orphans", "clean"), request)
         return (yield from self.call(send, CleanOrphansResponse))
 
     def locks(self) -> Flow[LockListResponse]:
-        return (yield from self.call(Send("GET", _path("locks")), LockListResponse))
+        return (yield from self.call(Send("GET", route("locks")), LockListResponse))
 
     def release_lock(self, lock_id: str) -> Flow[ReleaseLockResponse]:
-        return (yield from self.call(Send("POST", _path("locks", lock_id, "release")), ReleaseLockResponse))
+        return (yield from self.call(Send("POST", route("locks", lock_id, "release")), ReleaseLockResponse))
 
     def recent_commits(self, limit: int, table_id: str | None) -> Flow[CommitsOverviewResponse]:
         params: dict[str, str | int] = {"limit": limit} | ({"table": table_id} if table_id else {})
-        return (yield from self.call(Send("GET", _path("commits"), params=params), CommitsOverviewResponse))
+        return (yield from self.call(Send("GET", route("commits"), params=params), CommitsOverviewResponse))
 
     def audit(self, limit: int) -> Flow[AuditListResponse]:
-        return (yield from self.call(Send("GET", _path("audit"), params={"limit": limit}), AuditListResponse))
+        return (yield from self.call(Send("GET", route("audit"), params={"limit": limit}), AuditListResponse))
 
     def overview(
         self,
@@ -418,13 +373,13 @@ class Api:
         name_prefix: str | None = None,
     ) -> Flow[OverviewResponse]:
         params: dict[str, str | int] = {"minutes": minutes}
-        params.update(_page_params(limit, page_token, database, name_prefix))
-        send = Send("GET", _path("ops", "overview"), params=params)
+        params.update(page_params(limit, page_token, database, name_prefix))
+        send = Send("GET", route("ops", "overview"), params=params)
         return (yield from self.call(send, OverviewResponse))
 
     def metrics(self) -> Flow[str]:
-        response = yield from self.exchange(Send("GET", _path("metrics")))
+        response = yield from self.exchange(Send("GET", route("metrics")))
         return response.text
 
     def health(self) -> Flow[HealthResponse]:
-        return (yield from self.call(Send("GET", _path("health")), HealthResponse))
+        return (yield from self.call(Send("GET", route("health")), HealthResponse))
