@@ -140,7 +140,7 @@ class Transactions:
                 self._in_flight.tracking(parts[0].table.id, lead),
                 self._holds.hold([p.table for p in parts], "commit") as hold,
             ):
-                timings["lockWait"] = _ms(started) - timings["validate"]
+                timings["lockWait"] = round(_ms(started) - timings["validate"], 3)
                 response = self._decide_all(parts, hold)
                 if not response.deduplicated:
                     self._finish(parts, hold)
