@@ -51,6 +51,7 @@ examples: install
 	$(BIN)/python examples/compaction_job.py
 	$(BIN)/python examples/changes_job.py
 	$(BIN)/python examples/streaming_job.py
+	$(BIN)/python examples/transaction_job.py
 
 openapi: install
 	$(BIN)/coordinator openapi --output openapi/openapi.json

@@ -1,4 +1,4 @@
-"""What the three example jobs share: the coordinator's client and a local Spark session."""
+"""What the example jobs share: the coordinator's client and a local Spark session."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The four example jobs run as the README says, against the embedded default (SQLite + local folder)."""
+"""The five example jobs run as the README says, against the embedded default (SQLite + local folder)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def examples() -> Iterator[dict[str, ModuleType]]:
     sys.path.insert(0, str(EXAMPLES))
     try:
-        names = ("batch_job", "streaming_job", "compaction_job", "changes_job")
+        names = ("batch_job", "streaming_job", "compaction_job", "changes_job", "transaction_job")
         yield {name: importlib.import_module(name) for name in names}
     finally:
         sys.path.remove(str(EXAMPLES))
@@ -55,7 +55,14 @@ def test_batch_streaming_and_compaction_examples(
     assert examples["streaming_job"].main(live_server.url, work) == 6_000  # resumed from its checkpoint
     assert sorted(pypaimon_table(warehouse, "sales.events")["id"].to_pylist()) == list(range(6_000))
 
+    # Both tables in one transaction; run again for the same day, nothing new is committed.
+    assert examples["transaction_job"].main(live_server.url) == [1, 1]
+    assert examples["transaction_job"].main(live_server.url) == [1, 1]
+    assert pypaimon_table(warehouse, "billing.invoices").num_rows == 10_000
+    assert pypaimon_table(warehouse, "billing.customers").num_rows == 500
+
     printed = capsys.readouterr().out
     assert "sales.orders now holds 99,000 orders" in printed
     assert "compacted sales.orders: " in printed
+    assert "day 20261120 already loaded: billing.invoices snapshot 1, billing.customers snapshot 1" in printed
     assert data_files_on_storage(str(warehouse / "sales.db" / "events"))
