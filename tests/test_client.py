@@ -510,6 +510,22 @@ async def test_a_transaction_whose_answer_was_lost_is_answered_from_every_tables
 
 
 @pytest.mark.anyio
+async def test_a_lost_transaction_recorded_on_one_table_only_is_sent_again(mode: str) -> None:
+    """Another commit used the identifier on the first table: not this transaction's record."""
+    answered = {"tables": [{"table": "db.t", "snapshots": []}, {"table": "db.u", "snapshots": []}]}
+    network = Network(
+        _timeout,
+        _outcome("committed", snapshots=[{"id": 5, "commitKind": "APPEND"}]),
+        _outcome("unknown"),
+        httpx.Response(201, json=answered),
+    )
+    body = {"commitUser": "writer", "identifier": 7, "tables": [{"table": "db.t"}, {"table": "db.u"}]}
+    result = await _call(mode, network, "commit_transaction", body)
+    assert not result.deduplicated
+    assert network.sent()[-1] == ("POST", "/transactions")
+
+
+@pytest.mark.anyio
 async def test_a_transaction_the_service_never_received_is_sent_again(mode: str) -> None:
     answered = {"tables": [{"table": "db.t", "snapshots": [{"id": 5, "commitKind": "APPEND"}]}]}
     network = Network(_timeout, _outcome("unknown"), httpx.Response(201, json=answered))

@@ -362,3 +362,66 @@ def test_the_ops_api_shows_a_transaction_as_one_entry_with_its_tables(api: TestC
         {"table": orders.id, "snapshots": [{"id": 1, "commitKind": "APPEND"}]},
         {"table": customers.id, "snapshots": [{"id": 1, "commitKind": "APPEND"}]},
     ]
+
+
+def test_retention_runs_after_a_transaction_as_after_a_commit(api: TestClient) -> None:
+    retain = {
+        "snapshot.num-retained.min": "1",
+        "snapshot.num-retained.max": "2",
+        "snapshot.time-retained": "1 ms",
+    }
+    fact, dim = (create_table(api, "sales", n, {"id": "BIGINT"}, options=retain) for n in ("fact", "dim"))
+    for k in range(4):
+        changes = [(t, [t.message({"id": k}, newFiles=[t.append_file([{"id": k}])])]) for t in (fact, dim)]
+        assert transaction(api, changes, user="loader", identifier=k).status_code == 201
+    for table in (fact, dim):
+        assert latest_id(api, table) == 4
+        assert api.get(f"/tables/{table.id}/snapshots/1").status_code == 404  # expired after a transaction
+
+
+def test_an_identifier_another_transaction_used_is_refused(api: TestClient) -> None:
+    tables = [pk_table(api, n) for n in ("orders", "customers", "returns")]
+
+    def change(table: PaimonTable) -> tuple[PaimonTable, list[dict[str, Any]]]:
+        rows = rows_in_bucket(table, 0, range(3))
+        return table, [table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=0)])]
+
+    assert (
+        transaction(api, [change(tables[0]), change(tables[1])], user="cdc", identifier=5).status_code == 201
+    )
+    other = transaction(api, [change(tables[0]), change(tables[2])], user="cdc", identifier=5)
+    assert other.status_code == 422, other.text
+    assert other.json()["field"] == "identifier"
+    assert latest_id(api, tables[2]) is None
+    # The same transaction with its tables in another order is a resend.
+    again = transaction(api, [change(tables[1]), change(tables[0])], user="cdc", identifier=5)
+    assert again.status_code == 200, again.text
+
+
+def test_files_of_a_transaction_in_flight_are_not_orphans(api: TestClient) -> None:
+    orders, customers = pk_table(api, "orders"), pk_table(api, "customers")
+    order_rows, customer_rows = rows_in_bucket(orders, 0, range(5)), rows_in_bucket(customers, 0, range(5))
+    order_file = orders.pk_file(order_rows, first_sequence=0)
+    request = TransactionRequest.model_validate(
+        {
+            "commitUser": "loader",
+            "tables": [
+                {"table": orders.id, "messages": [orders.message(order_rows[0], newFiles=[order_file])]},
+                {
+                    "table": customers.id,
+                    "messages": [
+                        customers.message(
+                            customer_rows[0], newFiles=[customers.pk_file(customer_rows, first_sequence=0)]
+                        )
+                    ],
+                },
+            ],
+        }
+    )
+    services: Services = api.app.state.services  # type: ignore[attr-defined]
+    held = PausedCall(lambda: services.committer.transactions.commit(request), at=commit_point).start()
+    try:
+        assert order_file["fileName"] in services.committer.in_flight_file_names(orders.id)
+    finally:
+        held.resume()
+    assert order_file["fileName"] not in services.committer.in_flight_file_names(orders.id)

@@ -222,6 +222,8 @@ class Api(Calls):
             tables = [TableSnapshots(table=first, snapshots=outcome.snapshots)]
             for change in transaction.tables[1:]:
                 each = yield from self._outcome_after(change.table, user, identifier, None, failure)
+                if each.status != "committed":
+                    return None  # another commit used the identifier: the service answers the resend
                 tables.append(TableSnapshots(table=change.table, snapshots=each.snapshots))
             return TransactionResponse(tables=tables, deduplicated=True)
 

@@ -41,7 +41,6 @@ from coordinator_client.spark.committing import (
     keep_committed,
     sweep,
 )
-from coordinator_client.spark.layout import SparkTable
 from coordinator_client.spark.source import NAME, client_options, register
 from coordinator_client.spark.write import Mode, write_error, write_options
 from coordinator_client.spark.write_job import StagedWrite
@@ -89,7 +88,7 @@ class Transaction:
                 self._recorded[table] = TableSnapshots(table=table, snapshots=earlier.snapshots)
                 return
         register(df.sparkSession)
-        stage = self._staging / f"{len(self._tables):04d}.json"
+        stage = self._staging / f"{len(self._tables):04d}.staged"
         writer = (
             df.write.format(NAME)
             .options(**client_options(self._client), **options)
@@ -113,6 +112,7 @@ class Transaction:
         staged = self._staged()
         if self._recorded:
             if staged:
+                self._delete(staged)  # not committable under this identifier: nothing names them
                 raise ValueError(
                     f"{self.commit_user!r}/{self.identifier} was committed before with "
                     f"{sorted(self._recorded)}, not with {[s.layout.table_id for s in staged]}"
@@ -161,12 +161,7 @@ class Transaction:
         return self._delete(self._staged())
 
     def _staged(self) -> list[StagedWrite]:
-        staged = []
-        for path in sorted(self._staging.glob("*.json")):
-            table = self._tables[int(path.stem) - 1]
-            layout = SparkTable.of(self._client.get_table(table))
-            staged.append(StagedWrite.from_json(path.read_text(), layout))
-        return staged
+        return [StagedWrite.read(path) for path in sorted(self._staging.glob("*.staged"))]
 
     @staticmethod
     def _delete(staged: list[StagedWrite]) -> int:

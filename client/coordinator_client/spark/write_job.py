@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 import tempfile
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -174,8 +175,7 @@ class WriteJob:
         if self.stage is not None:
             # The transaction commits it with the other tables' writes; until then its files are the
             # transaction's to keep or delete, so no commit marker: a failed staging is swept by abort.
-            staged = StagedWrite(self.layout, self.prefix, request, files)
-            Path(self.stage).write_text(staged.to_json())
+            Path(self.stage).write_bytes(pickle.dumps(StagedWrite(self.layout, self.prefix, request, files)))
             return
         _CommitMarker(self.prefix).set()
         with self.connection.client() as client:
@@ -195,29 +195,20 @@ class WriteJob:
 
 @dataclass(frozen=True)
 class StagedWrite:
-    """One table's write of a multi-table transaction, staged on the driver's machine: its commit, not
-    sent, and the files it names."""
+    """One table's write of a multi-table transaction, staged on the driver's machine (pickled, in the
+    transaction's own temporary folder): its commit, not sent, the files it names and the table's layout,
+    so that even with the coordinator unreachable they can be deleted."""
 
     layout: SparkTable
     prefix: str
     request: CommitRequest
     files: Sequence[WrittenFile]
 
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "table": self.layout.table_id,
-                "prefix": self.prefix,
-                "request": self.request.model_dump(mode="json", by_alias=True, exclude_none=True),
-                "files": [f.to_json() for f in self.files],
-            }
-        )
-
     @classmethod
-    def from_json(cls, text: str, layout: SparkTable) -> StagedWrite:
-        data = json.loads(text)
-        files = [WrittenFile.from_json(f) for f in data["files"]]
-        return cls(layout, data["prefix"], CommitRequest.model_validate(data["request"]), files)
+    def read(cls, path: Path) -> StagedWrite:
+        staged = pickle.loads(path.read_bytes())
+        assert isinstance(staged, cls)
+        return staged
 
 
 @dataclass(frozen=True)

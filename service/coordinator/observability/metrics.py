@@ -95,7 +95,7 @@ class Metrics:
         self.transactions = Counter(
             "coordinator_transactions",
             "Multi-table transactions by outcome: committed, deduplicated (a resend), rejected (a "
-            "conflict on one of its tables), invalid or failed.",
+            "conflict on one of its tables), unavailable (a busy lock or store), invalid or failed.",
             ["outcome"],
             registry=r,
         )

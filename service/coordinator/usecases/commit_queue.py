@@ -10,6 +10,7 @@ group instead of once per writer, which is what lets throughput grow with the nu
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 import time
 from collections import deque
@@ -18,11 +19,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from coordinator.domain.committable import ResolvedCommittable
+from coordinator.observability.metrics import Metrics
 from coordinator.usecases.snapshot_proposals import ProposedSnapshot
 from coordinator.usecases.tables import Table, version_of
 from coordinator_client.format.manifest import ManifestEntry
 from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import CommitResponse, InFlightCommitModel
+
+log = logging.getLogger(__name__)
 
 Intake = Callable[[Table, int], tuple[ResolvedCommittable, ProposedSnapshot | None]]
 """How a door turns its request into what the pipeline decides, against a table at a time (ms): a
@@ -257,3 +261,19 @@ class CommitQueue:
             count = len(self._waiting) if limit is None else min(limit, len(self._waiting))
             group.extend(self._waiting.popleft() for _ in range(count))
         return group
+
+
+AfterCommit = Callable[[str, int], None]
+"""Called with (table id, latest snapshot id) once a commit stands. What it raises is logged and counted
+(coordinator_post_commit_failures_total), never answered: the commit stands whatever happens after it."""
+
+
+def after_commit(hook: AfterCommit | None, table_id: str, latest: int, metrics: Metrics) -> None:
+    """Run the after-commit hook (retention) for a commit that stands; its failure is logged and counted."""
+    if hook is None:
+        return
+    try:
+        hook(table_id, latest)
+    except Exception:
+        log.exception("retention after a commit to %s failed; the commit stands", table_id)
+        metrics.post_commit_failures.labels("retention").inc()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
@@ -35,11 +34,13 @@ from coordinator.observability.commit_events import CommitEvents, Outcome
 from coordinator.observability.metrics import Metrics
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.commit_queue import (
+    AfterCommit,
     CommitQueue,
     InFlight,
     Intake,
     PendingCommit,
     TakeGroup,
+    after_commit,
     timed_together,
 )
 from coordinator.usecases.commit_records import (
@@ -69,10 +70,6 @@ from coordinator_client.models import CommitRequest, CommitResponse, InFlightCom
 
 MAX_GROUP = 32
 """At most this many queued committables are committed in one lock hold."""
-
-AfterCommit = Callable[[str, int], None]
-"""Called with (table id, latest snapshot id) once a commit stands. What it raises is logged and counted
-(coordinator_post_commit_failures_total), never answered: the commit stands whatever happens after it."""
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +125,7 @@ class Committer:
         """Run `hook` after every commit that made a snapshot (retention); its failures are logged and
         counted, and the commit's answer stays what the commit point decided."""
         self._after_commit = hook
+        self.transactions.after_commit = hook
 
     def commit(
         self,
@@ -204,13 +202,8 @@ class Committer:
         # its answer into an error, or the writer would take a standing commit for a failed one.
         outcome: Outcome = "deduplicated" if response.deduplicated else "committed"
         self._events.answered(table_id, who, resolved, outcome, response=response)
-        hook = self._after_commit
-        if response.snapshots and not response.deduplicated and hook is not None:
-            try:
-                hook(table.id, response.snapshots[-1].id)
-            except Exception:
-                log.exception("retention after a commit to %s failed; the commit stands", table.id)
-                self._metrics.post_commit_failures.labels("retention").inc()
+        if response.snapshots and not response.deduplicated:
+            after_commit(self._after_commit, table.id, response.snapshots[-1].id, self._metrics)
         return response
 
     def _intake(
@@ -237,8 +230,10 @@ class Committer:
         return self._queue(table_id).depth
 
     def in_flight_file_names(self, table_id: str) -> set[str]:
-        """Names of the files that commits waiting in this process will name: not orphans."""
-        return {name for resolved in self._queue(table_id).waiting() for name in resolved.file_names}
+        """Names of the files that commits and transactions waiting in this process will name: not
+        orphans."""
+        waiting = {name for resolved in self._queue(table_id).waiting() for name in resolved.file_names}
+        return waiting | self.transactions.file_names(table_id)
 
     def forget_state(self, table_id: str) -> None:
         """Drop the in-memory state of a table whose snapshots changed outside a commit (a rollback)."""

@@ -16,8 +16,10 @@ but unpublished; every table's next commit, a resend, or the start-up recovery p
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
@@ -26,20 +28,25 @@ from coordinator.clock import Clock
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
 from coordinator.db.repositories import live_files
-from coordinator.domain.committable import ResolvedCommittable, resolve_committable
+from coordinator.domain.committable import ResolvedCommittable
 from coordinator.domain.conflicts import Conflict
 from coordinator.errors import (
     CommitConflict,
     CoordinatorError,
     DataFileMissing,
     InvalidRequest,
-    TableNotFound,
+    LockUnavailable,
+    Unavailable,
 )
 from coordinator.observability.metrics import Metrics
-from coordinator.usecases.commit_queue import InFlight, Intake, PendingCommit, timed_together
+from coordinator.usecases.commit_queue import (
+    AfterCommit,
+    InFlight,
+    after_commit,
+    timed_together,
+)
 from coordinator.usecases.commit_records import (
     GroupResult,
-    TableChange,
     TableChanged,
     commit_point,
     conflict_model,
@@ -54,13 +61,12 @@ from coordinator.usecases.publication import Publication
 from coordinator.usecases.reapplication import reapplying
 from coordinator.usecases.table_hold import Hold, TableHolds
 from coordinator.usecases.table_state import TableState, TableStates
-from coordinator.usecases.tables import Table, Tables, version_of
+from coordinator.usecases.tables import Table, Tables
+from coordinator.usecases.transaction_parts import TransactionPart, intake_parts, placed, recorded_answer
 from coordinator_client.models import (
-    CommitRequest,
     TableSnapshots,
     TransactionRequest,
     TransactionResponse,
-    TransactionTableChange,
 )
 
 DECIDE_ATTEMPTS = 3
@@ -71,21 +77,6 @@ log = logging.getLogger(__name__)
 
 class _DecideAgain(Exception):
     """Nothing was written; the transaction is decided again against the tables as they are now."""
-
-
-@dataclass
-class _Part:
-    """One table's part of a transaction, as decided under the locks."""
-
-    index: int
-    """Its position in the request's `tables`, for the field an error names."""
-    table: Table
-    member: PendingCommit
-    state: TableState | None = None
-    result: GroupResult | None = None
-    change: TableChange | None = None
-    state_at: int = 0
-    """The head its part was decided on top of."""
 
 
 class Transactions:
@@ -117,6 +108,17 @@ class Transactions:
         self._clock = clock
         self._metrics = metrics
         self.max_tables = max_tables
+        self.after_commit: AfterCommit | None = None
+        """Retention, run for each table once the transaction stands (Committer.after_each_commit)."""
+        self._open: dict[int, list[TransactionPart]] = {}
+        """The transactions this process is working on, for the files they name (not orphans)."""
+        self._open_guard = threading.Lock()
+
+    def file_names(self, table_id: str) -> set[str]:
+        """The files that transactions in flight here name in this table."""
+        with self._open_guard:
+            parts = [p for open_parts in self._open.values() for p in open_parts if p.table.id == table_id]
+        return {name for p in parts for name in p.member.resolved.file_names}
 
     def commit(self, request: TransactionRequest) -> TransactionResponse:
         """Every table gets its snapshot(s), or none does.
@@ -129,7 +131,7 @@ class Transactions:
         """
         started = time.perf_counter()
         try:
-            parts = self._intake(request, started)
+            parts = intake_parts(request, self._tables, self.max_tables, self._clock.local_millis(), started)
             for part in parts:
                 self._verify_files(part)
             timings = {"validate": _ms(started)}
@@ -137,6 +139,7 @@ class Transactions:
             lead = parts[0].member
             lead.current = "lockWait"
             with (
+                self._opened(parts),
                 self._in_flight.tracking(parts[0].table.id, lead),
                 self._holds.hold([p.table for p in parts], "commit") as hold,
             ):
@@ -146,6 +149,9 @@ class Transactions:
                     self._finish(parts, hold)
         except CommitConflict:
             self._metrics.transactions.labels("rejected").inc()
+            raise
+        except Unavailable:  # a lock stayed busy, or the store failed: 503, to be sent again
+            self._metrics.transactions.labels("unavailable").inc()
             raise
         except CoordinatorError:
             self._metrics.transactions.labels("invalid").inc()
@@ -163,38 +169,23 @@ class Transactions:
             ", ".join(f"{t.table} {[s.id for s in t.snapshots]}" for t in response.tables),
         )
         timings.update(response.timings, total=_ms(started))
+        if not response.deduplicated:
+            for answered in response.tables:
+                if answered.snapshots:
+                    after_commit(self.after_commit, answered.table, answered.snapshots[-1].id, self._metrics)
         return response.model_copy(update={"timings": timings})
 
-    def _intake(self, request: TransactionRequest, started: float) -> list[_Part]:
-        if len(request.tables) > self.max_tables:
-            raise InvalidRequest(
-                f"a transaction changes at most {self.max_tables} tables; this one names "
-                f"{len(request.tables)} (setting transaction_max_tables)",
-                field="tables",
-            )
-        names = [change.table for change in request.tables]
-        parts: list[_Part] = []
-        for i, change in enumerate(request.tables):
-            if change.table in names[:i]:
-                raise InvalidRequest(
-                    f"table {change.table} is named twice (tables[{names.index(change.table)}] and "
-                    f"tables[{i}]): send one change per table",
-                    field=f"tables[{i}].table",
-                )
-            try:
-                table = self._tables.get(change.table)
-            except TableNotFound:
-                raise TableNotFound(
-                    f"table {change.table} does not exist", field=f"tables[{i}].table"
-                ) from None
-            intake = _intake_of(_commit_request(request, change), i)
-            resolved, _ = intake(table, self._clock.local_millis())
-            member = PendingCommit(resolved, None, started, intake, version_of(table))
-            member.transaction = tuple(names)
-            parts.append(_Part(i, table, member))
-        return parts
+    @contextmanager
+    def _opened(self, parts: list[TransactionPart]) -> Iterator[None]:
+        with self._open_guard:
+            self._open[id(parts)] = parts
+        try:
+            yield
+        finally:
+            with self._open_guard:
+                del self._open[id(parts)]
 
-    def _verify_files(self, part: _Part) -> None:
+    def _verify_files(self, part: TransactionPart) -> None:
         """Every file the part adds is on storage with its size, unless the transaction stands already:
         a resend may name files that maintenance has removed since, and is answered from the record.
 
@@ -209,18 +200,22 @@ class Transactions:
                 if repo.find_committed(conn, part.table.id, user, identifier) is None:
                     raise DataFileMissing(missing.message, field=f"tables[{part.index}].messages") from None
 
-    def _decide_all(self, parts: list[_Part], hold: Hold) -> TransactionResponse:
+    def _decide_all(self, parts: list[TransactionPart], hold: Hold) -> TransactionResponse:
         """Decide the transaction; again when a table changed under the hold before the commit point (it
         was dropped and created again, or altered) or a unique index saw a record of this commitUser and
         identifier that the first look did not: nothing was written either time."""
-        for _ in range(DECIDE_ATTEMPTS - 1):
+        for _ in range(DECIDE_ATTEMPTS):
             try:
                 return self._decide(parts, hold)
             except _DecideAgain:
                 continue
-        return self._decide(parts, hold)
+        raise LockUnavailable(  # as for a busy lock: nothing was done, and a resend may succeed
+            f"the tables changed under the transaction {DECIDE_ATTEMPTS} times; nothing was written, "
+            "send it again",
+            retry_after_seconds=1,
+        )
 
-    def _decide(self, parts: list[_Part], hold: Hold) -> TransactionResponse:
+    def _decide(self, parts: list[TransactionPart], hold: Hold) -> TransactionResponse:
         """Every part decided under the locks, then one commit point for all, then publication.
 
         Raises:
@@ -228,19 +223,23 @@ class Transactions:
         """
         decided_at = time.perf_counter()
         members = [p.member for p in parts]
-        recorded: list[tuple[_Part, list[dict[str, object]]]] = []
+        recorded: list[tuple[TransactionPart, repo.StoredCommit]] = []
         try:
             for part in parts:
                 stored = self._decide_part(part, hold)
                 if stored is not None:
                     recorded.append((part, stored))
-            if recorded:
-                return self._recorded(parts, recorded)
+            if recorded:  # a resend: each part returned its record before building anything
+                return recorded_answer(parts, recorded)
             for part in parts:
                 assert part.result is not None
                 part.change = table_change(part.table, part.state_at, part.result, self._clock.now())
             with timed_together(members, "commitPoint"):
                 commit_point(hold, [p.change for p in parts if p.change is not None])
+            # Recorded: every part's manifests stand now, whatever becomes of the publication below.
+            for part in parts:
+                assert part.state is not None
+                part.state.manifests.keep_written()
         except Conflict as conflict:  # a lease ran out, or a head moved: nothing was written
             self._discard(parts)
             raise CommitConflict(conflict_model(self._engine, parts[0].table, conflict)) from None
@@ -266,11 +265,9 @@ class Transactions:
             timings={"decide": decided, "publish": _ms(published_at)},
         )
 
-    def _publish(self, part: _Part) -> None:
-        assert part.state is not None
+    def _publish(self, part: TransactionPart) -> None:
         assert part.result is not None
         assert part.change is not None
-        part.state.manifests.keep_written()
         self._publication.publish_group(part.table, part.change.snapshots, part.result)
         if part.result.later:
             # Only a writer that bypasses the coordinator can take an id the commit point gave us.
@@ -279,9 +276,9 @@ class Transactions:
                 "transaction's snapshot was published there"
             )
 
-    def _decide_part(self, part: _Part, hold: Hold) -> list[dict[str, object]] | None:
-        """One table's part on top of its state; returns its recorded snapshots when it was committed
-        before (a resend), else None.
+    def _decide_part(self, part: TransactionPart, hold: Hold) -> repo.StoredCommit | None:
+        """One table's part on top of its state; returns its record when it was committed before (a
+        resend), else None.
 
         Raises:
             CommitConflict: naming the table; InvalidRequest: naming the field.
@@ -293,20 +290,16 @@ class Transactions:
             )
             state, lost = self._publication.catch_up(table, context, unpublished)
         part.table, part.state = table, state
+        if lost:
+            self._reapply(table, state, lost, hold)
         part.state_at = state.snapshot_id
         stored = context.recorded(member.key, None)
         if stored is not None and stored.outcome == "committed":
-            return stored.snapshots
-        try:
-            member.resolve_for(table, now_millis=self._clock.local_millis())
-        except InvalidRequest as invalid:
-            raise _placed(invalid, part.index) from None
-        # An acknowledged commit an outside writer overwrote goes first, as in a single commit's group.
-        group = [reapplying(table, resolved) for resolved in lost] + [member]
+            return stored
+        member.resolve_for(table, now_millis=self._clock.local_millis())  # its errors name `tables[i]`
         part.result = result = GroupResult()
-        for each in group:
-            hold.check_alive()
-            decide_member(self._decider, table, state, each, group, result)
+        hold.check_alive()
+        decide_member(self._decider, table, state, member, [member], result)
         if member in result.committed:
             return None
         for rejected, conflict in result.rejected:
@@ -315,74 +308,37 @@ class Transactions:
                 raise CommitConflict(conflict.model_copy(update={"table": table.id, "message": message}))
         for invalid_member, error in result.invalid:
             if invalid_member is member and isinstance(error, InvalidRequest):
-                raise _placed(error, part.index)
+                raise placed(error, part.index)
         raise RuntimeError(f"the part of {table.id} was neither committed nor rejected")
 
-    def _recorded(
-        self, parts: list[_Part], recorded: list[tuple[_Part, list[dict[str, object]]]]
-    ) -> TransactionResponse:
-        """A resend: every part was committed, by this transaction. A part recorded alone means a single
-        commit to that table used this commitUser and identifier: refused, nothing written."""
-        if len(recorded) != len(parts):
-            part = recorded[0][0]
-            raise InvalidRequest(
-                f"commitUser and identifier were used before by a commit to {part.table.id} that was not "
-                "this transaction; a transaction needs an identifier of its own",
-                field="identifier",
-            )
-        self._discard(parts)
-        return TransactionResponse(
-            tables=[
-                TableSnapshots.model_validate({"table": p.table.id, "snapshots": snapshots})
-                for p, snapshots in recorded
-            ],
-            deduplicated=True,
-        )
+    def _reapply(self, table: Table, state: TableState, lost: list[ResolvedCommittable], hold: Hold) -> None:
+        """Acknowledged commits an outside writer overwrote go back first, at a commit point of their own
+        (the catch-up has marked them overwritten): they stand whatever becomes of the transaction."""
+        group = [reapplying(table, resolved) for resolved in lost]
+        result = GroupResult()
+        at = state.snapshot_id
+        for each in group:
+            hold.check_alive()
+            decide_member(self._decider, table, state, each, group, result)
+        change = table_change(table, at, result, self._clock.now())
+        if change is not None:
+            commit_point(hold, [change])
+            state.manifests.keep_written()
+            self._publication.publish_group(table, change.snapshots, result)
 
-    def _finish(self, parts: list[_Part], hold: Hold) -> None:
+    def _finish(self, parts: list[TransactionPart], hold: Hold) -> None:
         results = [(p.table, p.result) for p in parts if p.result is not None]
         record_finish(self._bookkeeping, results, hold, self._clock.now())
         for _, result in results:
             result.answer()  # the re-applied commits of an overwritten head, which nobody waits for
 
-    def _discard(self, parts: list[_Part]) -> None:
+    def _discard(self, parts: list[TransactionPart]) -> None:
         """Nothing of the transaction stands: the manifests written for it go, and every state touched is
         rebuilt from what is committed."""
         for part in parts:
             if part.state is not None:
                 self._states.discard(part.table.id, part.state)
             part.member.unbuild()
-
-
-def _commit_request(request: TransactionRequest, change: TransactionTableChange) -> CommitRequest:
-    """A table's part as the single commit it means (already validated field by field)."""
-    return CommitRequest.model_construct(
-        commit_user=request.commit_user,
-        identifier=request.identifier,
-        watermark=change.watermark,
-        properties=change.properties,
-        overwrite=change.overwrite,
-        base_snapshot_id=change.base_snapshot_id,
-        messages=change.messages,
-    )
-
-
-def _intake_of(commit: CommitRequest, index: int) -> Intake:
-    """Resolves the part against a table (again under the hold, if the table changed meanwhile)."""
-
-    def intake(table: Table, now_millis: int) -> tuple[ResolvedCommittable, None]:
-        try:
-            return resolve_committable(commit, table.shape, now_millis=now_millis), None
-        except InvalidRequest as invalid:
-            raise _placed(invalid, index) from None
-
-    return intake
-
-
-def _placed(invalid: InvalidRequest, index: int) -> InvalidRequest:
-    """The error of a table's part, its field named from the transaction's body."""
-    field = f"tables[{index}].{invalid.field}" if invalid.field else f"tables[{index}]"
-    return InvalidRequest(invalid.message, field=field)
 
 
 def _ms(since: float) -> float:

@@ -1,0 +1,132 @@
+"""The parts of a multi-table transaction: one per table, each a PendingCommit resolved from the
+request's entry for that table, and the check that a resend is this very transaction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from coordinator.db import repositories as repo
+from coordinator.domain.committable import ResolvedCommittable, resolve_committable
+from coordinator.errors import InvalidRequest, TableNotFound
+from coordinator.usecases.commit_queue import Intake, PendingCommit
+from coordinator.usecases.commit_records import GroupResult, TableChange
+from coordinator.usecases.table_state import TableState
+from coordinator.usecases.tables import Table, Tables, version_of
+from coordinator_client.models import (
+    CommitRequest,
+    TableSnapshots,
+    TransactionRequest,
+    TransactionResponse,
+    TransactionTableChange,
+)
+
+
+@dataclass
+class TransactionPart:
+    """One table's part of a transaction, as decided under the locks."""
+
+    index: int
+    """Its position in the request's `tables`, for the field an error names."""
+    table: Table
+    member: PendingCommit
+    state: TableState | None = None
+    result: GroupResult | None = None
+    change: TableChange | None = None
+    state_at: int = 0
+    """The head its part was decided on top of."""
+
+
+def intake_parts(
+    request: TransactionRequest, tables: Tables, max_tables: int, now_millis: int, started: float
+) -> list[TransactionPart]:
+    """Each table's entry resolved against the table as this process knows it (checked again under the
+    locks).
+
+    Raises:
+        InvalidRequest, TableNotFound: naming the field (`tables`, `tables[i]...`).
+    """
+    if len(request.tables) > max_tables:
+        raise InvalidRequest(
+            f"a transaction changes at most {max_tables} tables; this one names "
+            f"{len(request.tables)} (setting transaction_max_tables)",
+            field="tables",
+        )
+    names = [change.table for change in request.tables]
+    parts: list[TransactionPart] = []
+    for i, change in enumerate(request.tables):
+        if change.table in names[:i]:
+            raise InvalidRequest(
+                f"table {change.table} is named twice (tables[{names.index(change.table)}] and "
+                f"tables[{i}]): send one change per table",
+                field=f"tables[{i}].table",
+            )
+        try:
+            table = tables.get(change.table)
+        except TableNotFound:
+            raise TableNotFound(f"table {change.table} does not exist", field=f"tables[{i}].table") from None
+        intake = _intake_of(_commit_request(request, change), i)
+        resolved, _ = intake(table, now_millis)
+        member = PendingCommit(resolved, None, started, intake, version_of(table))
+        member.transaction = tuple(names)
+        parts.append(TransactionPart(i, table, member))
+    return parts
+
+
+def recorded_answer(
+    parts: list[TransactionPart], recorded: list[tuple[TransactionPart, repo.StoredCommit]]
+) -> TransactionResponse:
+    """A resend: every part was committed, by this very transaction (the same tables). A part
+    recorded otherwise means another commit used this commitUser and identifier: refused, nothing
+    written."""
+    tables = sorted(p.table.id for p in parts)
+    for part, stored in recorded:
+        named = (stored.details or {}).get("transaction")
+        if not isinstance(named, list) or sorted(str(t) for t in named) != tables:
+            raise InvalidRequest(
+                f"commitUser and identifier were used before by another commit to {part.table.id}; "
+                "a transaction needs an identifier of its own",
+                field="identifier",
+            )
+    if len(recorded) != len(parts):
+        raise InvalidRequest(
+            "commitUser and identifier were used before by a transaction over other tables",
+            field="identifier",
+        )
+    return TransactionResponse(
+        tables=[
+            TableSnapshots.model_validate({"table": p.table.id, "snapshots": stored.snapshots})
+            for p, stored in recorded
+        ],
+        deduplicated=True,
+    )
+
+
+def _commit_request(request: TransactionRequest, change: TransactionTableChange) -> CommitRequest:
+    """A table's part as the single commit it means (already validated field by field)."""
+    return CommitRequest.model_construct(
+        commit_user=request.commit_user,
+        identifier=request.identifier,
+        watermark=change.watermark,
+        properties=change.properties,
+        overwrite=change.overwrite,
+        base_snapshot_id=change.base_snapshot_id,
+        messages=change.messages,
+    )
+
+
+def _intake_of(commit: CommitRequest, index: int) -> Intake:
+    """Resolves the part against a table (again under the hold, if the table changed meanwhile)."""
+
+    def intake(table: Table, now_millis: int) -> tuple[ResolvedCommittable, None]:
+        try:
+            return resolve_committable(commit, table.shape, now_millis=now_millis), None
+        except InvalidRequest as invalid:
+            raise placed(invalid, index) from None
+
+    return intake
+
+
+def placed(invalid: InvalidRequest, index: int) -> InvalidRequest:
+    """The error of a table's part, its field named from the transaction's body."""
+    field = f"tables[{index}].{invalid.field}" if invalid.field else f"tables[{index}]"
+    return InvalidRequest(invalid.message, field=field)
