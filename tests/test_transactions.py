@@ -32,15 +32,34 @@ from tests.paimon_files import (
 )
 from tests.pause import PausedCall
 
+Changes = list[tuple[PaimonTable, list[dict[str, Any]]]]
 
-def transaction(api: TestClient, changes: list[tuple[PaimonTable, list[dict[str, Any]]]], **body: Any) -> Any:
-    payload = {
+
+def transaction_body(changes: Changes, **body: Any) -> dict[str, Any]:
+    return {
         "commitUser": body.pop("user", f"job-{uuid.uuid4()}"),
         "identifier": body.pop("identifier", 1),
         "tables": [{"table": t.id, "messages": m} for t, m in changes],
         **body,
     }
-    return api.post("/transactions", json=payload)
+
+
+def transaction(api: TestClient, changes: Changes, **body: Any) -> Any:
+    return api.post("/transactions", json=transaction_body(changes, **body))
+
+
+def held_at_commit_point(api: TestClient, changes: Changes, **body: Any) -> PausedCall[Any]:
+    """The transaction running in the app's own use case, held as it reaches its commit point."""
+    request = TransactionRequest.model_validate(transaction_body(changes, **body))
+    services: Services = api.app.state.services  # type: ignore[attr-defined]
+    return PausedCall(lambda: services.committer.transactions.commit(request), at=commit_point).start()
+
+
+def new_file(
+    table: PaimonTable, rows: list[dict[str, Any]], written: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The messages adding one primary-key file of `rows` (written here, unless given)."""
+    return [table.message(rows[0], newFiles=[written or table.pk_file(rows, first_sequence=0)])]
 
 
 def commit(api: TestClient, table: PaimonTable, messages: list[dict[str, Any]], user: str = "job") -> Any:
@@ -64,15 +83,11 @@ def test_two_tables_move_together_and_pypaimon_reads_both(api: TestClient, wareh
         [
             (
                 orders,
-                [orders.message(order_rows[0], newFiles=[orders.pk_file(order_rows, first_sequence=0)])],
+                new_file(orders, order_rows),
             ),
             (
                 customers,
-                [
-                    customers.message(
-                        customer_rows[0], newFiles=[customers.pk_file(customer_rows, first_sequence=0)]
-                    )
-                ],
+                new_file(customers, customer_rows),
             ),
         ],
         user="loader",
@@ -144,14 +159,10 @@ def test_a_resend_answers_the_recorded_snapshots(api: TestClient) -> None:
     orders, customers = pk_table(api, "orders"), pk_table(api, "customers")
     order_rows, customer_rows = rows_in_bucket(orders, 0, range(5)), rows_in_bucket(customers, 0, range(5))
     changes = [
-        (orders, [orders.message(order_rows[0], newFiles=[orders.pk_file(order_rows, first_sequence=0)])]),
+        (orders, new_file(orders, order_rows)),
         (
             customers,
-            [
-                customers.message(
-                    customer_rows[0], newFiles=[customers.pk_file(customer_rows, first_sequence=0)]
-                )
-            ],
+            new_file(customers, customer_rows),
         ),
     ]
     first = transaction(api, changes, user="cdc", identifier=7)
@@ -169,7 +180,7 @@ def test_an_identifier_a_single_commit_used_is_refused(api: TestClient) -> None:
     body = {
         "commitUser": "cdc",
         "identifier": 9,
-        "messages": [orders.message(rows[0], newFiles=[orders.pk_file(rows, first_sequence=0)])],
+        "messages": new_file(orders, rows),
     }
     assert api.post(f"/tables/{orders.id}/commits", json=body).status_code == 201
     customer_rows = rows_in_bucket(customers, 0, range(5))
@@ -179,11 +190,7 @@ def test_an_identifier_a_single_commit_used_is_refused(api: TestClient) -> None:
             (orders, body["messages"]),
             (
                 customers,
-                [
-                    customers.message(
-                        customer_rows[0], newFiles=[customers.pk_file(customer_rows, first_sequence=0)]
-                    )
-                ],
+                new_file(customers, customer_rows),
             ),
         ],
         user="cdc",
@@ -212,7 +219,7 @@ def test_bad_transactions_are_refused_naming_the_field_and_change_nothing(
     rows = rows_in_bucket(orders, 0, range(5))
     order_change = {
         "table": orders.id,
-        "messages": [orders.message(rows[0], newFiles=[orders.pk_file(rows, first_sequence=0)])],
+        "messages": new_file(orders, rows),
     }
     customer_rows = rows_in_bucket(customers, 0, range(5))
     customer_message = customers.message(
@@ -322,30 +329,8 @@ def test_transactions_over_random_pairs_beside_single_commits_land_whole_and_onc
 def test_the_ops_api_shows_a_transaction_as_one_entry_with_its_tables(api: TestClient) -> None:
     orders, customers = pk_table(api, "orders"), pk_table(api, "customers")
     order_rows, customer_rows = rows_in_bucket(orders, 0, range(5)), rows_in_bucket(customers, 0, range(5))
-    request = TransactionRequest.model_validate(
-        {
-            "commitUser": "loader",
-            "identifier": 3,
-            "tables": [
-                {
-                    "table": orders.id,
-                    "messages": [
-                        orders.message(order_rows[0], newFiles=[orders.pk_file(order_rows, first_sequence=0)])
-                    ],
-                },
-                {
-                    "table": customers.id,
-                    "messages": [
-                        customers.message(
-                            customer_rows[0], newFiles=[customers.pk_file(customer_rows, first_sequence=0)]
-                        )
-                    ],
-                },
-            ],
-        }
-    )
-    services: Services = api.app.state.services  # type: ignore[attr-defined]
-    held = PausedCall(lambda: services.committer.transactions.commit(request), at=commit_point).start()
+    changes = [(orders, new_file(orders, order_rows)), (customers, new_file(customers, customer_rows))]
+    held = held_at_commit_point(api, changes, user="loader", identifier=3)
     try:
         (entry,) = api.get("/commits").json()["inFlight"]
         assert entry["tables"] == [orders.id, customers.id]
@@ -384,7 +369,7 @@ def test_an_identifier_another_transaction_used_is_refused(api: TestClient) -> N
 
     def change(table: PaimonTable) -> tuple[PaimonTable, list[dict[str, Any]]]:
         rows = rows_in_bucket(table, 0, range(3))
-        return table, [table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=0)])]
+        return table, new_file(table, rows)
 
     assert (
         transaction(api, [change(tables[0]), change(tables[1])], user="cdc", identifier=5).status_code == 201
@@ -402,24 +387,12 @@ def test_files_of_a_transaction_in_flight_are_not_orphans(api: TestClient) -> No
     orders, customers = pk_table(api, "orders"), pk_table(api, "customers")
     order_rows, customer_rows = rows_in_bucket(orders, 0, range(5)), rows_in_bucket(customers, 0, range(5))
     order_file = orders.pk_file(order_rows, first_sequence=0)
-    request = TransactionRequest.model_validate(
-        {
-            "commitUser": "loader",
-            "tables": [
-                {"table": orders.id, "messages": [orders.message(order_rows[0], newFiles=[order_file])]},
-                {
-                    "table": customers.id,
-                    "messages": [
-                        customers.message(
-                            customer_rows[0], newFiles=[customers.pk_file(customer_rows, first_sequence=0)]
-                        )
-                    ],
-                },
-            ],
-        }
-    )
+    changes = [
+        (orders, new_file(orders, order_rows, written=order_file)),
+        (customers, new_file(customers, customer_rows)),
+    ]
+    held = held_at_commit_point(api, changes, user="loader")
     services: Services = api.app.state.services  # type: ignore[attr-defined]
-    held = PausedCall(lambda: services.committer.transactions.commit(request), at=commit_point).start()
     try:
         assert order_file["fileName"] in services.committer.in_flight_file_names(orders.id)
     finally:

@@ -10,7 +10,6 @@ storage (publication). This module orchestrates; each step's work lives in the m
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 
@@ -70,8 +69,6 @@ from coordinator_client.models import CommitRequest, CommitResponse, InFlightCom
 
 MAX_GROUP = 32
 """At most this many queued committables are committed in one lock hold."""
-
-log = logging.getLogger(__name__)
 
 
 class Committer:
