@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/constraints.txt
 
-.PHONY: serve test test-fast lint pytest bench openapi examples install install-dev clean
+.PHONY: serve services test test-fast lint pytest bench openapi examples install install-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,8 +23,13 @@ install-dev: install
 serve: install
 	$(BIN)/coordinator serve
 
+## PostgreSQL from Debian's packages on 127.0.0.1:5432 (user postgres, no password), installed, created and
+## started when it is not already up. No machine here starts it by itself; `make test` runs this first.
+services:
+	bash .ci/services.sh
+
 ## The whole suite: lint, type check, deployment files, then every test on SQLite and PostgreSQL.
-test: install-dev lint pytest
+test: services install-dev lint pytest
 
 ## The fast lane while editing (about three minutes on 2 cores): SQLite and local disk only, no Spark, no
 ## Chromium, nothing marked slow. PostgreSQL would add about a minute; `make test` runs every lane on both databases.
@@ -38,10 +43,10 @@ lint:
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/docker-compose -f docker-compose.yml config --quiet
 
-pytest:
+pytest: services
 	$(BIN)/pytest
 
-bench: install-dev
+bench: services install-dev
 	$(BIN)/python bench/run.py
 
 ## The Spark example jobs, against a coordinator that `make serve` started.
