@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import select
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.sql.elements import TextClause
+
+IDLE_PING_SECONDS = 1.0
+"""A pooled PostgreSQL connection unused for longer than this is pinged before it is handed out (see
+`_checked_before_use`). Any restart or failover of the server takes longer, so a connection it broke
+is never handed out unchecked; a connection in steady use is never pinged."""
+_IDLE_SINCE = "coordinator_idle_since"
 
 _NOW_MS = {
     "postgresql": "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
@@ -53,8 +62,8 @@ def make_engine(url: str) -> Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin_immediate)
         return engine
-    # No pre-ping: it would add a round trip to every transaction of a commit; recycle instead.
-    return create_engine(url, pool_size=10, max_overflow=20, pool_recycle=1800)
+    # No pre-ping: it would add a round trip to every transaction of a commit (see _checked_before_use).
+    return _checked_before_use(create_engine(url, pool_size=10, max_overflow=20, pool_recycle=1800))
 
 
 def bookkeeping_engine(engine: Engine) -> Engine:
@@ -100,6 +109,57 @@ def _postgres_sessions_with(engine: Engine, setting: str) -> Engine:
     """A small pool of its own whose PostgreSQL sessions start with `setting`; elsewhere `engine`."""
     if engine.dialect.name != "postgresql":
         return engine
-    return create_engine(
-        engine.url, connect_args={"options": f"-c {setting}"}, pool_size=5, max_overflow=10, pool_recycle=1800
+    return _checked_before_use(
+        create_engine(
+            engine.url,
+            connect_args={"options": f"-c {setting}"},
+            pool_size=5,
+            max_overflow=10,
+            pool_recycle=1800,
+        )
     )
+
+
+def _checked_before_use(engine: Engine) -> Engine:
+    """`engine`, whose pool checks a PostgreSQL connection before handing it out when it may be broken,
+    and replaces it when it is: the first transactions after a database restart then succeed.
+
+    A restarted (or crashed, or shut down) server ends every session: its backends send a FATAL and
+    close their sockets, so a broken idle connection has something to read, which one poll() without
+    a timeout sees. Such a connection, and one idle longer than IDLE_PING_SECONDS (whose server may
+    be gone without a word: a failover to another host answers only when written to), gets a ping
+    (an empty statement, one round trip); if that fails, the pool connects anew and checks again,
+    and a database still down raises OperationalError (a 503, api/database_errors.py). A connection
+    in use every moment costs one poll(), a few microseconds: `pool_pre_ping` would cost every
+    checkout a round trip, and a commit checks out connections several times. The first statement
+    that still finds its connection gone (a disconnect) makes SQLAlchemy replace every connection
+    the pool held before it.
+    """
+    dialect = engine.dialect
+
+    def idle_from_now(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_IDLE_SINCE] = time.monotonic()
+
+    def check(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        idle = time.monotonic() - record.info.get(_IDLE_SINCE, 0.0)
+        if idle <= IDLE_PING_SECONDS and not _has_input(dbapi_connection):
+            return
+        try:
+            dialect.do_ping(dbapi_connection)
+        except dialect.loaded_dbapi.Error as lost:
+            raise DisconnectionError(f"pooled connection lost: {lost}") from lost
+
+    event.listen(engine, "connect", idle_from_now)
+    event.listen(engine, "checkin", idle_from_now)
+    event.listen(engine, "checkout", check)
+    return engine
+
+
+def _has_input(dbapi_connection: Any) -> bool:
+    """Whether an idle connection's socket is readable (the server wrote or closed it) or unusable."""
+    try:
+        poller = select.poll()
+        poller.register(dbapi_connection.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
+    except Exception:  # closed, or no socket: let the ping tell
+        return True
