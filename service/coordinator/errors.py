@@ -23,7 +23,8 @@ CoordinatorError                 500  (never raised for a known condition)
 └── Unavailable                  503  + Retry-After: try again, nothing was half done
     ├── LockUnavailable
     ├── StorageUnavailable            the object store or filesystem failed
-    └── MetastoreUnavailable          (locks/hive_metastore.py) the Hive Metastore did not answer
+    ├── MetastoreUnavailable          (locks/hive_metastore.py) the Hive Metastore did not answer
+    └── DatabaseUnavailable           (db/faults.py) the metadata database is down, restarting or busy
 
 Each `code` is one of the wire contract's ErrorCode values.
 """

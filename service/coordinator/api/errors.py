@@ -8,6 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from coordinator.api.database_errors import install_database_errors
 from coordinator.api.rest_catalog.errors import is_rest_catalog, rest_error, rest_validation_error
 from coordinator.errors import (
     CommitConflict,
@@ -65,6 +66,7 @@ def _dotted(parts: list[str]) -> str:
 def install(app: FastAPI) -> None:
     app.add_exception_handler(CoordinatorError, coordinator_error)
     app.add_exception_handler(RequestValidationError, validation_error)
+    install_database_errors(app, coordinator_error)
 
 
 def responses(*errors: type[CoordinatorError]) -> dict[int | str, dict[str, Any]]:
