@@ -59,4 +59,7 @@ class OverwriteWatch:
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
-            self.check()
+            try:
+                self.check()
+            except Exception as error:  # the database is down, say: the next pass tries again
+                log.warning("checking the heads of recently committed tables failed: %r", error)
