@@ -41,6 +41,7 @@ from coordinator_client import (
     DataFileModel,
     FieldSpec,
     Forbidden,
+    IdentifierReused,
     NotFound,
     ServerError,
     ServiceUnavailable,
@@ -166,14 +167,15 @@ def test_every_method_against_a_real_server(server_url: str) -> None:
         again = client.commit("db.t", _append("writer", 1, f1).model_dump(by_alias=True))
         assert again.deduplicated
         assert again.snapshots == first.snapshots
-        keyed = client.commit(
-            "db.t",
-            _append("writer", 2, _write_file(table.location, "data-2.parquet", 2)),
-            idempotency_key="key-2",
-        )
-        resent = client.commit("db.t", _append("writer", 2), idempotency_key="key-2")  # replayed by key
+        second = _append("writer", 2, _write_file(table.location, "data-2.parquet", 2))
+        keyed = client.commit("db.t", second, idempotency_key="key-2")
+        resent = client.commit("db.t", second, idempotency_key="key-2")  # replayed by key
         assert resent.deduplicated
         assert resent.snapshots == keyed.snapshots
+        with pytest.raises(BadRequest) as reused_key:  # the key with another body: the IETF draft's 422
+            client.commit("db.t", _append("writer", 2), idempotency_key="key-2")
+        assert reused_key.value.code == "IDEMPOTENCY_KEY_REUSED"
+        assert reused_key.value.field == "Idempotency-Key"
 
         # compaction of data-1, then a second compaction of the same file conflicts
         f3 = _write_file(table.location, "data-3.parquet", 3)
@@ -492,48 +494,57 @@ async def test_timed_out_commit_that_committed_is_not_resent(mode: str) -> None:
 
 
 @pytest.mark.anyio
-async def test_a_transaction_whose_answer_was_lost_is_answered_from_every_tables_outcome(mode: str) -> None:
-    network = Network(
-        _timeout,
-        _outcome("committed", snapshots=[{"id": 5, "commitKind": "APPEND"}]),
-        _outcome("committed", snapshots=[{"id": 9, "commitKind": "APPEND"}]),
-    )
+async def test_a_transaction_whose_answer_was_lost_is_sent_again_and_answered_from_the_record(
+    mode: str,
+) -> None:
+    """A transaction's name does not say it is this transaction: the resend of the same body is what the
+    service answers from its record."""
+    answered = {
+        "tables": [
+            {"table": "db.t", "snapshots": [{"id": 5, "commitKind": "APPEND"}]},
+            {"table": "db.u", "snapshots": [{"id": 9, "commitKind": "APPEND"}]},
+        ],
+        "deduplicated": True,
+    }
+    network = Network(_timeout, httpx.Response(200, json=answered))
     body = {"commitUser": "writer", "identifier": 7, "tables": [{"table": "db.t"}, {"table": "db.u"}]}
     result = await _call(mode, network, "commit_transaction", body)
     assert result.deduplicated
     assert [(t.table, [s.id for s in t.snapshots]) for t in result.tables] == [("db.t", [5]), ("db.u", [9])]
-    assert network.sent() == [
-        ("POST", "/transactions"),
-        ("GET", OUTCOME_PATH),
-        ("GET", "/tables/db.u/commits/writer/7"),
-    ]
+    assert network.sent() == [("POST", "/transactions"), ("POST", "/transactions")]
+    assert network.requests[0].content == network.requests[1].content
 
 
 @pytest.mark.anyio
-async def test_a_lost_transaction_recorded_on_one_table_only_is_sent_again(mode: str) -> None:
-    """Another commit used the identifier on the first table: not this transaction's record."""
-    answered = {"tables": [{"table": "db.t", "snapshots": []}, {"table": "db.u", "snapshots": []}]}
-    network = Network(
-        _timeout,
-        _outcome("committed", snapshots=[{"id": 5, "commitKind": "APPEND"}]),
-        _outcome("unknown"),
-        httpx.Response(201, json=answered),
-    )
+async def test_a_lost_transaction_whose_identifier_names_other_changes_is_never_a_success(mode: str) -> None:
+    """Another commit used the identifier: the resend is refused as IDENTIFIER_REUSED, raised as its own
+    exception, never turned into a deduplicated answer."""
+    recorded = {"commitUser": "writer", "identifier": 7, "outcome": "committed", "snapshots": []}
+    reused = {
+        "type": "IDENTIFIER_REUSED",
+        "message": "commit writer/7 is recorded with other changes",
+        "table": "db.t",
+        "recorded": {**recorded, "snapshots": [{"id": 5, "commitKind": "APPEND"}]},
+    }
+    network = Network(_timeout, _error(409, "IDENTIFIER_REUSED", conflict=reused))
     body = {"commitUser": "writer", "identifier": 7, "tables": [{"table": "db.t"}, {"table": "db.u"}]}
-    result = await _call(mode, network, "commit_transaction", body)
-    assert not result.deduplicated
-    assert network.sent()[-1] == ("POST", "/transactions")
+    with pytest.raises(IdentifierReused) as raised:
+        await _call(mode, network, "commit_transaction", body)
+    assert raised.value.recorded is not None
+    assert [s.id for s in raised.value.recorded.snapshots] == [5]
+    assert raised.value.type == "IDENTIFIER_REUSED"
+    assert network.sent() == [("POST", "/transactions"), ("POST", "/transactions")]
 
 
 @pytest.mark.anyio
 async def test_a_transaction_the_service_never_received_is_sent_again(mode: str) -> None:
     answered = {"tables": [{"table": "db.t", "snapshots": [{"id": 5, "commitKind": "APPEND"}]}]}
-    network = Network(_timeout, _outcome("unknown"), httpx.Response(201, json=answered))
+    network = Network(_timeout, httpx.Response(201, json=answered))
     body = {"commitUser": "writer", "identifier": 7, "tables": [{"table": "db.t"}]}
     result = await _call(mode, network, "commit_transaction", body)
     assert not result.deduplicated
-    assert network.sent() == [("POST", "/transactions"), ("GET", OUTCOME_PATH), ("POST", "/transactions")]
-    assert network.requests[0].content == network.requests[2].content
+    assert network.sent() == [("POST", "/transactions"), ("POST", "/transactions")]
+    assert network.requests[0].content == network.requests[1].content
 
 
 @pytest.mark.anyio

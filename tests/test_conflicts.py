@@ -3,11 +3,14 @@ it was."""
 
 from __future__ import annotations
 
+import io
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from fastapi.testclient import TestClient
 
@@ -168,11 +171,14 @@ def test_idempotency_key_replays_the_answer(api: TestClient) -> None:
     rows = rows_in_bucket(table, 0, range(10))
     message = table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=0)])
     key = {"Idempotency-Key": str(uuid.uuid4())}
-    first = post(api, table, [message], headers=key)
-    # A different commitUser with the same key is the same request retried by a confused client.
-    again = post(api, table, [message], headers=key)
+    first = post(api, table, [message], user="job-1", headers=key)
+    again = post(api, table, [message], user="job-1", headers=key)
     assert (first.status_code, again.status_code) == (201, 200)
     assert again.json()["snapshots"] == first.json()["snapshots"]
+    # The key with another request (another commitUser) is refused, as the IETF draft says: 422.
+    other = post(api, table, [message], user="job-2", headers=key)
+    assert other.status_code == 422, other.text
+    assert (other.json()["code"], other.json()["field"]) == ("IDEMPOTENCY_KEY_REUSED", "Idempotency-Key")
     assert api.get(f"/tables/{table.id}/snapshots/latest").json()["id"] == 1
 
 
@@ -239,11 +245,15 @@ def test_validation_is_timed_and_inside_the_total(services: Services) -> None:
     table = services.tables.create(
         CreateTableRequest(database="db", name="wide", fields=[FieldSpec(name="id", type="BIGINT")])
     )
-    files = [{"fileName": f"data-{i}.parquet", "fileSize": 1, "rowCount": 1} for i in range(3000)]
+    # The commit reads each file's footer: a real one-row file of the table's column, under each name.
+    sink = io.BytesIO()
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), sink)
+    data = sink.getvalue()
+    files = [{"fileName": f"data-{i}.parquet", "fileSize": len(data), "rowCount": 1} for i in range(3000)]
     bucket = Path(table.location) / "bucket-0"
     bucket.mkdir()
     for f in files:
-        (bucket / f["fileName"]).write_bytes(b"x")  # the commit checks each file is there, of its size
+        (bucket / f["fileName"]).write_bytes(data)
     request = CommitRequest.model_validate(
         {"commitUser": "w", "messages": [{"partition": {}, "bucket": 0, "newFiles": files}]}
     )

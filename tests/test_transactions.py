@@ -196,8 +196,10 @@ def test_an_identifier_a_single_commit_used_is_refused(api: TestClient) -> None:
         user="cdc",
         identifier=9,
     )
-    assert answer.status_code == 422, answer.text
-    assert answer.json()["field"] == "identifier"
+    assert answer.status_code == 409, answer.text
+    assert answer.json()["code"] == "IDENTIFIER_REUSED"
+    assert answer.json()["conflict"]["table"] == orders.id
+    assert answer.json()["conflict"]["recorded"]["snapshots"] == [{"id": 1, "commitKind": "APPEND"}]
     assert (latest_id(api, orders), latest_id(api, customers)) == (1, None)
 
 
@@ -371,16 +373,21 @@ def test_an_identifier_another_transaction_used_is_refused(api: TestClient) -> N
         rows = rows_in_bucket(table, 0, range(3))
         return table, new_file(table, rows)
 
-    assert (
-        transaction(api, [change(tables[0]), change(tables[1])], user="cdc", identifier=5).status_code == 201
-    )
+    first = [change(tables[0]), change(tables[1])]
+    assert transaction(api, first, user="cdc", identifier=5).status_code == 201
     other = transaction(api, [change(tables[0]), change(tables[2])], user="cdc", identifier=5)
-    assert other.status_code == 422, other.text
-    assert other.json()["field"] == "identifier"
+    assert other.status_code == 409, other.text
+    assert other.json()["code"] == "IDENTIFIER_REUSED"
     assert latest_id(api, tables[2]) is None
-    # The same transaction with its tables in another order is a resend.
-    again = transaction(api, [change(tables[1]), change(tables[0])], user="cdc", identifier=5)
+    # The same changes sent again under the same name, even with their tables in another order, are
+    # a resend; other changes to the same tables are not.
+    again = transaction(api, first[::-1], user="cdc", identifier=5)
     assert again.status_code == 200, again.text
+    assert again.json()["deduplicated"] is True
+    other_changes = transaction(api, [change(tables[1]), change(tables[0])], user="cdc", identifier=5)
+    assert other_changes.status_code == 409, other_changes.text
+    assert other_changes.json()["conflict"]["type"] == "IDENTIFIER_REUSED"
+    assert (latest_id(api, tables[0]), latest_id(api, tables[1])) == (1, 1)
 
 
 def test_files_of_a_transaction_in_flight_are_not_orphans(api: TestClient) -> None:

@@ -85,7 +85,6 @@ from coordinator_client.models import (
     SnapshotModel,
     TableListResponse,
     TableResponse,
-    TableSnapshots,
     TagListResponse,
     TagModel,
     TransactionRequest,
@@ -208,31 +207,28 @@ class Api(Calls):
     def commit_transaction(
         self, request: TransactionRequest | Mapping[str, Any]
     ) -> Flow[TransactionResponse]:
-        """A commit over several tables, with a commit's handling of a lost answer: its tables' parts are
-        recorded at one commit point, so the first table's outcome is the transaction's."""
+        """A commit over several tables, with a commit's handling of a lost answer, except that it is
+        resolved by sending the transaction again: a transaction carries no Idempotency-Key, and its
+        name alone does not say it is this transaction (the batch identifier names none, and another
+        commit may have used any other), while the service answers a resend of the same changes from
+        its record and refuses other changes under a used name (IdentifierReused)."""
         transaction = coerce(TransactionRequest, request)
-        user, identifier = transaction.commit_user, transaction.identifier
         send = Send("POST", "/transactions", body=json_body(transaction), headers=JSON_HEADERS)
-        first = transaction.tables[0].table
 
-        def resolve(failure: TransportError | ServerError) -> Flow[TransactionResponse | None]:
-            outcome = yield from self._outcome_after(first, user, identifier, None, failure)
-            if outcome.status != "committed":
-                return None  # not recorded (a rejected transaction records nothing): send it again
-            tables = [TableSnapshots(table=first, snapshots=outcome.snapshots)]
-            for change in transaction.tables[1:]:
-                each = yield from self._outcome_after(change.table, user, identifier, None, failure)
-                if each.status != "committed":
-                    return None  # another commit used the identifier: the service answers the resend
-                tables.append(TableSnapshots(table=change.table, snapshots=each.snapshots))
-            return TransactionResponse(tables=tables, deduplicated=True)
+        def resend(_failure: TransportError | ServerError) -> Flow[TransactionResponse | None]:
+            return None
+            yield  # a flow that asks nothing
 
         def unknown(failure: TransportError | ServerError) -> CommitStateUnknown:
             return CommitStateUnknown(
-                table_id=first, commit_user=user, identifier=identifier, idempotency_key=None, cause=failure
+                table_id=transaction.tables[0].table,
+                commit_user=transaction.commit_user,
+                identifier=transaction.identifier,
+                idempotency_key=None,
+                cause=failure,
             )
 
-        return (yield from self._send_resolving(send, TransactionResponse, resolve, unknown))
+        return (yield from self._send_resolving(send, TransactionResponse, resend, unknown))
 
     def commit_history(self, table_id: str, limit: int) -> Flow[CommitHistoryResponse]:
         send = Send("GET", route("tables", table_id, "commits"), params={"limit": limit})

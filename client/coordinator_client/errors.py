@@ -9,7 +9,9 @@
     │   ├── Forbidden             403: the token's role or grant does not cover the request
     │   ├── NotFound              404: no such table, snapshot, commit, tag or consumer
     │   ├── Conflict              409: a commit conflict (`conflict`, its `type` and `retryable`), an
-    │   │                         existing table or tag, a location in use, or a refused purge
+    │   │   │                     existing table or tag, a location in use, or a refused purge
+    │   │   └── IdentifierReused  the commitUser + identifier name a recorded commit with other changes
+    │   │                         (`recorded`): this commit was not written
     │   ├── ServiceUnavailable    503: the service did nothing (table lock busy, Hive Metastore down);
     │   │                         `retry_after` seconds
     │   └── ServerError           any other 5xx
@@ -33,7 +35,7 @@ from collections.abc import Mapping, Sequence
 import httpx
 from pydantic import ValidationError
 
-from coordinator_client.models import ConflictModel, ConflictType, ErrorResponse
+from coordinator_client.models import ConflictModel, ConflictType, ErrorResponse, RecordedCommitModel
 
 __all__ = [
     "ApiError",
@@ -42,6 +44,7 @@ __all__ = [
     "Conflict",
     "CoordinatorClientError",
     "Forbidden",
+    "IdentifierReused",
     "NotFound",
     "ServerError",
     "ServiceUnavailable",
@@ -141,6 +144,18 @@ class Conflict(ApiError):
     def retryable(self) -> bool:
         """True when re-planning the commit on the new table state may succeed (e.g. BASE_SNAPSHOT_MOVED)."""
         return self.conflict.retryable if self.conflict is not None else False
+
+
+class IdentifierReused(Conflict):
+    """409 IDENTIFIER_REUSED: the commitUser and identifier name a commit the service recorded with other
+    changes; nothing of this one was written. `recorded` says what the identifier names. A streaming
+    writer replaying a batch it committed before (with new file names) gets this: the earlier commit
+    stands, and the replay's files are its own to delete."""
+
+    @property
+    def recorded(self) -> RecordedCommitModel | None:
+        conflict = self.conflict
+        return conflict.recorded if conflict is not None else None
 
 
 class ServiceUnavailable(ApiError):
@@ -265,6 +280,8 @@ def api_error(response: httpx.Response) -> ApiError:
     except ValidationError:
         code, message = _summary(response)
         return cls(status, None, headers=response.headers, code=code, message=message)
+    if status == 409 and body.code == "IDENTIFIER_REUSED":
+        cls = IdentifierReused
     return cls(status, body, headers=response.headers)
 
 

@@ -27,6 +27,7 @@ from coordinator_client.errors import (
     BadRequest,
     CommitStateUnknown,
     Conflict,
+    IdentifierReused,
     WriteAborted,
     WriteOutcomeUnknown,
 )
@@ -94,6 +95,10 @@ def _settle(
     error: BaseException,
 ) -> CommitResponse:
     """After the commit call failed: delete on a decided rejection, else ask, and keep while unknown."""
+    if isinstance(error, IdentifierReused) and (earlier := replayed(error)) is not None:
+        # A replayed streaming batch: the batch was committed by an earlier run, under new file names.
+        delete_files(layout, [f.path for f in files])
+        return earlier
     rejection: BaseException | None = error if decided_rejection(error) else None
     if rejection is None and not isinstance(error, CommitStateUnknown):
         # CommitStateUnknown means the client asked already (with retries) and could not learn it.
@@ -139,31 +144,18 @@ def keep_committed(
     files: Sequence[WrittenFile],
     prefix: str,
 ) -> None:
-    """The commit stands: keep its files, sweep what dead attempts left; delete the files only if the
-    standing commit is an earlier run's (a replayed streaming batch) that does not name them."""
-    directories = {f.directory for f in files}
-    if response.deduplicated and _names_files(client, layout, response, files) is False:
-        delete_files(layout, [f.path for f in files])
-        return
-    sweep(layout, prefix, keep={f.path for f in files}, directories=directories)
+    """The commit stands: keep its files (a deduplicated answer is this very commit: the coordinator
+    answers from its record only the same changes), and sweep what dead attempts left."""
+    sweep(layout, prefix, keep={f.path for f in files}, directories={f.directory for f in files})
 
 
-def _names_files(
-    client: CoordinatorClient, layout: SparkTable, response: CommitResponse, files: Sequence[WrittenFile]
-) -> bool | None:
-    """Does the commit's last snapshot hold `files`? A deduplicated answer is this very commit when a lost
-    answer was resolved or resent, and an earlier run's when the identifier was committed before; None
-    when it cannot be told (no files, the snapshot already expired, the coordinator unreachable)."""
-    if not files or not response.snapshots:
+def replayed(error: IdentifierReused) -> CommitResponse | None:
+    """The earlier run's commit of a replayed batch (the identifier names a commit that stands), as the
+    answer of this one; None when the identifier names a rejected commit."""
+    recorded = error.recorded
+    if recorded is None or recorded.outcome != "committed":
         return None
-    first = files[0]
-    try:
-        live = client.live_files(
-            layout.table_id, response.snapshots[-1].id, first.partition if layout.partition_keys else None
-        )
-    except Exception:
-        return None
-    return first.meta["fileName"] in {f.file_name for f in live.files}
+    return CommitResponse(snapshots=recorded.snapshots, deduplicated=True)
 
 
 def decided_rejection(error: BaseException) -> bool:

@@ -20,6 +20,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from coordinator_client.format.snapshot import BATCH_IDENTIFIER
+
 JSON_DOCUMENT = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
 """A JSON document (JSONB on PostgreSQL); Python None is SQL NULL, not a JSON null."""
 
@@ -177,17 +179,30 @@ class CommitRow(Base):
     """'commit', or the maintenance action the row records (outcome 'done'): expire, rollback, ..."""
     details: Mapped[dict[str, Any] | None] = mapped_column(JSON_DOCUMENT, nullable=True)
     """A maintenance action's record: what it changed and deleted."""
+    digest: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    """The digest of the changes of the request that made the row (domain.commit_digest): a resend is
+    answered from the row only when it asks for the same changes. None on rows from before 0011."""
 
     __table_args__ = (
         # A (commitUser, identifier) is committed at most once per table: the database refuses a second.
+        # The batch identifier names no commit: a commit user's batch commits differ by their changes.
         Index(
             "ux_commits_committed",
             "table_id",
             "commit_user",
             "identifier",
             unique=True,
-            postgresql_where=text("outcome = 'committed'"),
-            sqlite_where=text("outcome = 'committed'"),
+            postgresql_where=text(f"outcome = 'committed' AND identifier <> {BATCH_IDENTIFIER}"),
+            sqlite_where=text(f"outcome = 'committed' AND identifier <> {BATCH_IDENTIFIER}"),
+        ),
+        Index(
+            "ux_commits_batch_committed",
+            "table_id",
+            "commit_user",
+            "digest",
+            unique=True,
+            postgresql_where=text(f"outcome = 'committed' AND identifier = {BATCH_IDENTIFIER}"),
+            sqlite_where=text(f"outcome = 'committed' AND identifier = {BATCH_IDENTIFIER}"),
         ),
         Index(
             "ux_commits_idempotency_key",

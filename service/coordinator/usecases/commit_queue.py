@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from coordinator.db import repositories as repo
 from coordinator.domain.committable import ResolvedCommittable
 from coordinator.observability.metrics import Metrics
 from coordinator.usecases.snapshot_proposals import ProposedSnapshot
@@ -50,9 +51,10 @@ class PendingCommit:
     """A snapshot the client finished itself (REST protocol): accepted as is, or not at all."""
     transaction: tuple[str, ...] = ()
     """The tables of the multi-table transaction it is one table's part of (usecases.transactions)."""
-    extends_record: bool = False
-    """A later snapshot (another commit kind) of a commit already recorded, as Paimon's engines send a
-    commit's APPEND and COMPACT separately: its snapshots join that history row."""
+    extends_record: int | None = None
+    """The history row (its id) of a commit already recorded whose later snapshot this is (another
+    commit kind), as Paimon's engines send a commit's APPEND and COMPACT separately: its snapshots join
+    that row."""
     current: str = "validate"
     """The phase it is in now, for the ops API."""
     started_at: float = field(default_factory=time.time)
@@ -73,6 +75,11 @@ class PendingCommit:
     @property
     def key(self) -> tuple[str, int]:
         return self.resolved.commit_user, self.resolved.identifier
+
+    @property
+    def record_key(self) -> repo.RecordKey:
+        """How its record is found: by its name, and for the batch identifier by its changes too."""
+        return repo.record_key(self.resolved.commit_user, self.resolved.identifier, self.resolved.digest)
 
     def unbuild(self) -> None:
         """Forget the snapshots built for it: its group is decided again, or not at all."""

@@ -18,16 +18,26 @@ from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
 from coordinator.domain.conflicts import Conflict
 from coordinator.domain.table_stats import FileDelta, combined, file_delta
-from coordinator.errors import CommitConflict, CoordinatorError, TableNotFound
+from coordinator.errors import (
+    CommitConflict,
+    CoordinatorError,
+    TableNotFound,
+)
 from coordinator.usecases import live_index
 from coordinator.usecases.commit_queue import PendingCommit, timed_together
 from coordinator.usecases.live_index import Delta
+from coordinator.usecases.resends import recorded_answer
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.table_hold import Hold, unplaced_conflict
 from coordinator.usecases.table_state import TableStates
 from coordinator.usecases.tables import Table, Tables, version_of
 from coordinator_client.format.snapshot import Snapshot
-from coordinator_client.models import CommitResponse, ConflictModel, SnapshotRef, WinningSnapshot
+from coordinator_client.models import (
+    CommitResponse,
+    ConflictModel,
+    SnapshotRef,
+    WinningSnapshot,
+)
 
 
 @dataclass
@@ -131,7 +141,7 @@ def replay_recorded(engine: Engine, table: Table, group: Sequence[PendingCommit]
         context = group_context(conn, table, group)
     for member in group:
         member.snapshots.clear()
-        stored = context.recorded(member.key, member.idempotency_key)
+        stored = context.recorded(member.record_key, member.idempotency_key)
         if stored is None:
             member.fail(RuntimeError("the commit point hit a unique index without a recorded commit"))
         else:
@@ -206,8 +216,8 @@ def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:
                     retryable=True,
                 )
             repo.insert_snapshots(conn, table_id, [s.row(published=False) for s in change.snapshots])
-            repo.insert_commits(conn, table_id, [h for h in change.history if not h.extends])
-            repo.extend_committed(conn, table_id, [h for h in change.history if h.extends])
+            repo.insert_commits(conn, table_id, [h for h in change.history if h.extends is None])
+            repo.extend_committed(conn, [h for h in change.history if h.extends is not None])
             live_index.advance(conn, table_id, change.deltas, change.records)
 
 
@@ -245,7 +255,8 @@ def record_finish(
             published = [s.id for m in result.committed for s in m.snapshots]
             if published:
                 repo.mark_published(conn, table.id, through=published[-1])
-            repo.update_commit_timings(conn, table.id, [(*m.key, m.timings) for m in result.committed])
+            timings = [(*m.key, m.resolved.digest, m.timings) for m in result.committed]
+            repo.update_commit_timings(conn, table.id, timings)
             repo.insert_commits(conn, table.id, [history_row(m, now, c) for m, c in result.rejected])
         hold.release_in(conn)
 
@@ -257,53 +268,27 @@ def refs(snapshots: Sequence[Snapshot]) -> list[SnapshotRef]:
 def history_row(member: PendingCommit, now: float, conflict: ConflictModel | None = None) -> repo.NewCommit:
     """The history row of a decided commit: committed with its snapshots, or rejected with its conflict."""
     committed = conflict is None
+    snapshots: list[dict[str, object]] = []
+    if committed:
+        snapshots = [r.model_dump(mode="json", by_alias=True) for r in refs(member.snapshots)]
+        if member.proposed is not None and snapshots:
+            # A REST commit's APPEND and COMPACT arrive as two requests and share one row: each
+            # snapshot keeps the digest of the request it came from (see relation_to_record).
+            snapshots[0]["digest"] = member.resolved.digest
     return repo.NewCommit(
         commit_user=member.resolved.commit_user,
         identifier=member.resolved.identifier,
         outcome="committed" if committed else "rejected",
-        snapshots=[r.model_dump(mode="json", by_alias=True) for r in refs(member.snapshots)]
-        if committed
-        else [],
+        snapshots=snapshots,
         details={"transaction": list(member.transaction)} if member.transaction else None,
         timings=member.timings,
         conflict=None if conflict is None else conflict.model_dump(mode="json", by_alias=True),
         # A retryable rejection is not a terminal answer, so it is not replayed for its key.
         idempotency_key=None if conflict is not None and conflict.retryable else member.idempotency_key,
         created_at=now,
-        extends=committed and member.extends_record,
+        extends=member.extends_record if committed else None,
+        digest=member.resolved.digest,
     )
-
-
-def answers_proposal(stored: repo.StoredCommit, member: PendingCommit) -> bool:
-    """Whether the recorded commit answers `member`: always for a native committable (one request is
-    the whole commit); for a proposed snapshot only when a snapshot of its kind is recorded, since
-    Paimon's engines send the APPEND and the COMPACT of one commit as two snapshots, and match their own
-    commit by (commitUser, commitIdentifier, commitKind)."""
-    if member.proposed is None or stored.outcome != "committed":
-        return True
-    kind = member.proposed.snapshot.commit_kind.value
-    return any(s.get("commitKind") == kind for s in stored.snapshots)
-
-
-def recorded_answer(stored: repo.StoredCommit) -> CommitResponse | CommitConflict:
-    """The answer a recorded commit gives a resend: its snapshots, or its terminal rejection."""
-    if stored.outcome != "committed":
-        return CommitConflict(ConflictModel.model_validate(stored.conflict))
-    return CommitResponse(
-        snapshots=[SnapshotRef.model_validate(s) for s in stored.snapshots], deduplicated=True, timings={}
-    )
-
-
-def answer_from_record(stored: repo.StoredCommit) -> CommitResponse:
-    """The recorded answer for a resend: its snapshots, or its rejection raised.
-
-    Raises:
-        CommitConflict: the commit was rejected.
-    """
-    answer = recorded_answer(stored)
-    if isinstance(answer, CommitConflict):
-        raise answer
-    return answer
 
 
 def current_context(
@@ -340,7 +325,7 @@ def group_context(conn: Connection, table: Table, group: Sequence[PendingCommit]
         TableNotFound: the table was dropped meanwhile.
     """
     keys = [m.idempotency_key for m in group if m.idempotency_key is not None]
-    context = repo.group_context(conn, table.id, [m.key for m in group], keys)
+    context = repo.group_context(conn, table.id, [m.record_key for m in group], keys)
     if context is None:
         raise TableNotFound(f"table {table.id} does not exist")
     return context

@@ -45,13 +45,10 @@ from coordinator.usecases.commit_queue import (
 from coordinator.usecases.commit_records import (
     GroupResult,
     TableChanged,
-    answer_from_record,
-    answers_proposal,
     conflict_model,
     current_context,
     record_finish,
     record_group,
-    recorded_answer,
     replay_recorded,
 )
 from coordinator.usecases.file_checks import FileChecks
@@ -60,6 +57,13 @@ from coordinator.usecases.manifests import ManifestStore
 from coordinator.usecases.member_decision import Decider, decide_member
 from coordinator.usecases.publication import Publication
 from coordinator.usecases.reapplication import reapplying
+from coordinator.usecases.resends import (
+    answer_from_record,
+    record_of,
+    recorded_answer,
+    relation_to_record,
+    reused,
+)
 from coordinator.usecases.snapshot_proposals import ProposedSnapshot, SnapshotProposal, read_proposal
 from coordinator.usecases.table_hold import HeldElsewhere, Hold, TableHolds
 from coordinator.usecases.table_state import TableStates
@@ -102,7 +106,7 @@ class Committer:
         self._probes = probe_engine(engine)
         self._live_index = LiveIndex(engine, self._probes)
         self._decider = Decider(engine, self._live_index, clock)
-        self._file_checks = FileChecks(fileio)
+        self._file_checks = FileChecks(fileio, tables)
         self._in_flight = InFlight()
         self.publication = Publication(
             engine, bookkeeping, fileio, tables, holds, self._states, self._live_index, metrics
@@ -259,14 +263,18 @@ class Committer:
                 # Unless the table has snapshots left unpublished (a failed store): then the resend
                 # takes the queue, whose catch-up publishes them before it answers from the record.
                 if stored is not None and not repo.unpublished_snapshots(conn, table.id):
+                    if relation_to_record(stored, resolved, proposed) != "resend":
+                        raise reused(stored, resolved, key)
                     return answer_from_record(stored)
         try:
             self._file_checks.verify(table, resolved)
         except DataFileMissing:
             # A resend of a commit that stands may name files that maintenance has removed since.
             with read_only(self._engine) as conn:
-                stored = repo.find_committed(conn, table.id, resolved.commit_user, resolved.identifier)
-            if stored is None:
+                stored = repo.find_committed(
+                    conn, table.id, resolved.commit_user, resolved.identifier, resolved.digest
+                )
+            if stored is None or stored.digest not in (None, resolved.digest):
                 raise
             return answer_from_record(stored)
         while True:
@@ -335,23 +343,28 @@ class Committer:
         group = reapplied + group
         result = GroupResult()
         previous_id = state.snapshot_id
-        taken: set[tuple[str, int] | str] = set()
+        taken: set[repo.RecordKey | str] = set()
         try:
             for index, member in enumerate(group):
                 # The context was read before the catch-up marked a re-applied commit `overwritten`.
-                stored = None if member in reapplied else context.recorded(member.key, member.idempotency_key)
-                if stored is not None and not answers_proposal(stored, member):
-                    member.extends_record = True  # its commit's other kind is recorded: this one joins it
-                    stored = None
-                if stored is not None:
-                    result.replayed.append((member, recorded_answer(stored)))
+                found = None
+                if member not in reapplied:
+                    found = record_of(self._engine, table.id, context, member, state.snapshot_id)
+                if found is not None and found.relation == "resend":
+                    result.replayed.append((member, recorded_answer(found.stored)))
                     continue
+                if found is not None and found.relation == "other":
+                    # Not recorded: a refused request changes nothing.
+                    result.invalid.append((member, found.refusal(member.idempotency_key)))
+                    continue
+                if found is not None:  # its commit's other kind is recorded: its snapshots join that row
+                    member.extends_record = found.stored.id
                 try:
                     member.resolve_for(table, now_millis=self._clock.local_millis())
                 except InvalidRequest as invalid:
                     result.invalid.append((member, invalid))
                     continue
-                claims = {member.key} | ({member.idempotency_key} if member.idempotency_key else set())
+                claims = {member.record_key} | ({member.idempotency_key} if member.idempotency_key else set())
                 if claims & taken:
                     result.later.append(member)  # a resend racing its original is decided after it
                     continue

@@ -146,11 +146,11 @@ class Publication:
             repo.delete_snapshots(conn, table.id, above=latest - 1)
             repo.insert_snapshots(conn, table.id, [theirs.row(published=True)])
             index.reset_index(conn, table.id)
-            acknowledged = repo.find_committed(conn, table.id, ours.commit_user, ours.commit_identifier)
-            if acknowledged is not None:
-                repo.mark_overwritten(conn, table.id, [(ours.commit_user, ours.commit_identifier)])
+            acknowledged = repo.mark_overwritten(
+                conn, table.id, [(ours.commit_user, ours.commit_identifier, ours.id)]
+            )
         self._states.invalidate(table.id)
-        if acknowledged is None:
+        if not acknowledged:
             log.warning(
                 "adopted snapshot %d of %s was replaced on storage by another outside writer",
                 latest,
@@ -254,6 +254,7 @@ class Publication:
         snapshots = [Snapshot.from_json(s.body) for s in forgotten if s is not None]
         deltas = [delta_on_storage(self._fileio, table, s) for s in snapshots]
         keys = sorted({(s.commit_user, s.commit_identifier) for s in snapshots})
+        ours = [(s.commit_user, s.commit_identifier, s.id) for s in snapshots]
         with self._engine.begin() as conn:
             moved = repo.advance_latest_with_stats(
                 conn,
@@ -269,7 +270,7 @@ class Publication:
                 raise RuntimeError(f"the head of {table.id} moved while its lock was held")
             repo.delete_snapshots(conn, table.id, above=taken - 1)
             index.reset_index(conn, table.id)
-            repo.delete_committed(conn, table.id, keys)
+            repo.delete_committed(conn, table.id, ours)
         self._states.invalidate(table.id)
         self._metrics.snapshots_taken.inc(len(snapshots))
         log.error(

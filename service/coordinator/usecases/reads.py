@@ -161,16 +161,22 @@ class Reads:
     ) -> CommitOutcomeResponse:
         """committed, rejected or unknown (never received).
 
-        With the request's Idempotency-Key the answer is about that very request: an earlier retryable
-        rejection of the same identifier does not count, so a client may safely resend on `unknown`.
+        With the request's Idempotency-Key the answer is about that very request: not about an earlier
+        retryable rejection of the same identifier, nor another commit under the same name (a batch
+        commit's identifier names none), so a client may safely resend on `unknown`: the resend is
+        answered from the record if it is the same changes. Without a key, the latest attempt of that
+        commitUser and identifier answers.
         """
         table = self._tables.get(table_id)
         with self._engine.connect() as conn:
-            found = repo.find_committed(conn, table.id, commit_user, identifier)
-            if found is None and idempotency_key is not None:
+            if idempotency_key is not None:
                 found = repo.find_by_idempotency_key(conn, table.id, idempotency_key)
-            elif found is None:
-                found = repo.find_latest_attempt(conn, table.id, commit_user, identifier)
+                if found is not None and (found.commit_user, found.identifier) != (commit_user, identifier):
+                    found = None  # the key of another commit: nothing is known of this one by it
+            else:
+                found = repo.find_committed(conn, table.id, commit_user, identifier)
+                if found is None:
+                    found = repo.find_latest_attempt(conn, table.id, commit_user, identifier)
         if found is None:
             return CommitOutcomeResponse(commit_user=commit_user, identifier=identifier, status="unknown")
         return CommitOutcomeResponse(

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 from coordinator.db import repositories as repo
 from coordinator.domain.committable import ResolvedCommittable, resolve_committable
-from coordinator.errors import InvalidRequest, TableNotFound
+from coordinator.errors import DataFileMissing, IdentifierReused, InvalidRequest, TableNotFound
 from coordinator.usecases.commit_queue import Intake, PendingCommit
 from coordinator.usecases.commit_records import GroupResult, TableChange
+from coordinator.usecases.resends import reused
 from coordinator.usecases.table_state import TableState
 from coordinator.usecases.tables import Table, Tables, version_of
 from coordinator_client.models import (
@@ -75,23 +76,17 @@ def intake_parts(
 def recorded_answer(
     parts: list[TransactionPart], recorded: list[tuple[TransactionPart, repo.StoredCommit]]
 ) -> TransactionResponse:
-    """A resend: every part was committed, by this very transaction (the same tables). A part
-    recorded otherwise means another commit used this commitUser and identifier: refused, nothing
-    written."""
+    """A resend: every part was committed with the same changes, by this very transaction (the same
+    tables). A part recorded otherwise means another commit used this commitUser and identifier:
+    IDENTIFIER_REUSED, nothing written."""
     tables = sorted(p.table.id for p in parts)
     for part, stored in recorded:
         named = (stored.details or {}).get("transaction")
         if not isinstance(named, list) or sorted(str(t) for t in named) != tables:
-            raise InvalidRequest(
-                f"commitUser and identifier were used before by another commit to {part.table.id}; "
-                "a transaction needs an identifier of its own",
-                field="identifier",
-            )
+            raise identifier_reused(part, stored, "by another commit")
     if len(recorded) != len(parts):
-        raise InvalidRequest(
-            "commitUser and identifier were used before by a transaction over other tables",
-            field="identifier",
-        )
+        part, stored = recorded[0]
+        raise identifier_reused(part, stored, "by a transaction over other tables")
     return TransactionResponse(
         tables=[
             TableSnapshots.model_validate({"table": p.table.id, "snapshots": stored.snapshots})
@@ -99,6 +94,16 @@ def recorded_answer(
         ],
         deduplicated=True,
     )
+
+
+def identifier_reused(part: TransactionPart, stored: repo.StoredCommit, how: str) -> IdentifierReused:
+    """The transaction's commitUser and identifier name a recorded commit with other changes on the
+    part's table: 409 naming the table and what is recorded there."""
+    refused = reused(stored, part.member.resolved, None)
+    assert isinstance(refused, IdentifierReused)
+    conflict = refused.conflict
+    message = f"{part.table.id}: commitUser and identifier were used before {how}; {conflict.message}"
+    return IdentifierReused(conflict.model_copy(update={"table": part.table.id, "message": message}))
 
 
 def _commit_request(request: TransactionRequest, change: TransactionTableChange) -> CommitRequest:
@@ -130,3 +135,10 @@ def placed(invalid: InvalidRequest, index: int) -> InvalidRequest:
     """The error of a table's part, its field named from the transaction's body."""
     field = f"tables[{index}].{invalid.field}" if invalid.field else f"tables[{index}]"
     return InvalidRequest(invalid.message, field=field)
+
+
+def placed_file(failed: DataFileMissing, index: int) -> DataFileMissing:
+    """A file check's error of a table's part (of the same kind), its file named from the transaction's
+    body: `tables[i].messages[j].newFiles[k]`."""
+    field = f"tables[{index}].{failed.field}" if failed.field else f"tables[{index}].messages"
+    return type(failed)(failed.message, field=field)

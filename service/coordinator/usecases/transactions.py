@@ -59,10 +59,18 @@ from coordinator.usecases.file_checks import FileChecks
 from coordinator.usecases.member_decision import Decider, decide_member
 from coordinator.usecases.publication import Publication
 from coordinator.usecases.reapplication import reapplying
+from coordinator.usecases.resends import relation_to_record
 from coordinator.usecases.table_hold import Hold, TableHolds
 from coordinator.usecases.table_state import TableState, TableStates
 from coordinator.usecases.tables import Table, Tables
-from coordinator.usecases.transaction_parts import TransactionPart, intake_parts, placed, recorded_answer
+from coordinator.usecases.transaction_parts import (
+    TransactionPart,
+    identifier_reused,
+    intake_parts,
+    placed,
+    placed_file,
+    recorded_answer,
+)
 from coordinator_client.models import (
     TableSnapshots,
     TransactionRequest,
@@ -186,19 +194,23 @@ class Transactions:
                 del self._open[id(parts)]
 
     def _verify_files(self, part: TransactionPart) -> None:
-        """Every file the part adds is on storage with its size, unless the transaction stands already:
-        a resend may name files that maintenance has removed since, and is answered from the record.
+        """Every file the part adds is on storage and what it claims (file_checks), unless the
+        transaction stands already: a resend may name files that maintenance has removed since, and is
+        answered from the record.
 
         Raises:
-            DataFileMissing: naming the table's messages (`tables[i].messages`).
+            DataFileMissing or its kin: naming the file (`tables[i].messages[j].newFiles[k]`).
         """
         try:
             self._file_checks.verify(part.table, part.member.resolved)
         except DataFileMissing as missing:
-            user, identifier = part.member.key
+            resolved = part.member.resolved
             with read_only(self._engine) as conn:
-                if repo.find_committed(conn, part.table.id, user, identifier) is None:
-                    raise DataFileMissing(missing.message, field=f"tables[{part.index}].messages") from None
+                stored = repo.find_committed(
+                    conn, part.table.id, resolved.commit_user, resolved.identifier, resolved.digest
+                )
+            if stored is None or relation_to_record(stored, resolved, None) != "resend":
+                raise placed_file(missing, part.index) from None
 
     def _decide_all(self, parts: list[TransactionPart], hold: Hold) -> TransactionResponse:
         """Decide the transaction; again when a table changed under the hold before the commit point (it
@@ -293,8 +305,10 @@ class Transactions:
         if lost:
             self._reapply(table, state, lost, hold)
         part.state_at = state.snapshot_id
-        stored = context.recorded(member.key, None)
+        stored = context.recorded(member.record_key, None)
         if stored is not None and stored.outcome == "committed":
+            if relation_to_record(stored, member.resolved, None) != "resend":
+                raise identifier_reused(part, stored, "with other changes")
             return stored
         member.resolve_for(table, now_millis=self._clock.local_millis())  # its errors name `tables[i]`
         part.result = result = GroupResult()

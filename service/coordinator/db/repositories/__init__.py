@@ -19,6 +19,8 @@ from coordinator.db.repositories.access import (
 )
 from coordinator.db.repositories.commits import (
     NewCommit,
+    RecordKey,
+    SnapshotOf,
     StoredCommit,
     delete_committed,
     extend_committed,
@@ -29,6 +31,7 @@ from coordinator.db.repositories.commits import (
     insert_maintenance,
     list_commits,
     mark_overwritten,
+    record_key,
     update_commit_timings,
 )
 from coordinator.db.repositories.dashboard import (
@@ -79,6 +82,8 @@ __all__ = [
     "GroupContext",
     "LocationOwner",
     "NewCommit",
+    "RecordKey",
+    "SnapshotOf",
     "StoredCommit",
     "StoredSnapshot",
     "TableCommitCounts",
@@ -119,6 +124,7 @@ __all__ = [
     "mark_overwritten",
     "mark_published",
     "ping",
+    "record_key",
     "rejections_by_type",
     "revoke_token",
     "set_latest",

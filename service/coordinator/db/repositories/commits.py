@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, RowMapping, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, RowMapping, bindparam, delete, insert, or_, select, update
 
 from coordinator.db.models import CommitRow
 from coordinator.db.repositories._rows import first
+from coordinator_client.format.snapshot import BATCH_IDENTIFIER
 
 
 @dataclass(frozen=True)
@@ -26,8 +27,10 @@ class NewCommit:
     created_at: float
     action: str = "commit"
     details: dict[str, object] | None = None
-    extends: bool = False
-    """The snapshots join the committed row of the same commitUser and identifier (see extend_committed)."""
+    extends: int | None = None
+    """The id of the committed row the snapshots join, instead of a row of their own (extend_committed)."""
+    digest: str | None = None
+    """The digest of the request's changes (domain.commit_digest); None for maintenance actions."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,16 +41,32 @@ class StoredCommit(NewCommit):
     table_id: str
 
 
-def find_committed(conn: Connection, table_id: str, commit_user: str, identifier: int) -> StoredCommit | None:
-    row = first(
-        conn,
-        select(CommitRow.__table__).where(
-            CommitRow.table_id == table_id,
-            CommitRow.commit_user == commit_user,
-            CommitRow.identifier == identifier,
-            CommitRow.outcome == "committed",
-        ),
+RecordKey = tuple[str, int] | tuple[str, int, str]
+"""How the history finds a commit's record: by (commitUser, identifier); for the batch identifier, which
+names no commit (Paimon's batch writers all use it), by (commitUser, identifier, digest of its changes)."""
+
+
+def record_key(commit_user: str, identifier: int, digest: str | None) -> RecordKey:
+    if identifier == BATCH_IDENTIFIER and digest is not None:
+        return commit_user, identifier, digest
+    return commit_user, identifier
+
+
+def find_committed(
+    conn: Connection, table_id: str, commit_user: str, identifier: int, digest: str | None = None
+) -> StoredCommit | None:
+    """The committed row that a commit of these changes would be answered from: the one of its
+    (commitUser, identifier), and for the batch identifier, which names no commit, the one of its
+    changes as well (`digest`; without it, the user's latest batch commit)."""
+    query = select(CommitRow.__table__).where(
+        CommitRow.table_id == table_id,
+        CommitRow.commit_user == commit_user,
+        CommitRow.identifier == identifier,
+        CommitRow.outcome == "committed",
     )
+    if identifier == BATCH_IDENTIFIER and digest is not None:
+        query = query.where(CommitRow.digest == digest)
+    row = first(conn, query.order_by(CommitRow.id.desc()).limit(1))
     return stored_commit(row) if row is not None else None
 
 
@@ -77,48 +96,55 @@ def find_by_idempotency_key(conn: Connection, table_id: str, key: str) -> Stored
     return stored_commit(row) if row is not None else None
 
 
-def mark_overwritten(conn: Connection, table_id: str, keys: Sequence[tuple[str, int]]) -> None:
+def mark_overwritten(conn: Connection, table_id: str, snapshots: Sequence[SnapshotOf]) -> int:
     """Committed rows whose snapshots an outside writer took before they were published: their history
-    says so, and they no longer answer a resend (nor hold its Idempotency-Key), which commits anew."""
-    for commit_user, identifier in keys:
+    says so, and they no longer answer a resend (nor hold its Idempotency-Key), which commits anew.
+    Returns how many rows that was (0: the snapshots were not ours)."""
+    ids = _rows_holding(conn, table_id, snapshots)
+    if ids:
         conn.execute(
-            update(CommitRow)
-            .where(
-                CommitRow.table_id == table_id,
-                CommitRow.commit_user == commit_user,
-                CommitRow.identifier == identifier,
-                CommitRow.outcome == "committed",
-            )
-            .values(outcome="overwritten", idempotency_key=None)
+            update(CommitRow).where(CommitRow.id.in_(ids)).values(outcome="overwritten", idempotency_key=None)
         )
+    return len(ids)
 
 
-def delete_committed(conn: Connection, table_id: str, keys: Sequence[tuple[str, int]]) -> None:
+def delete_committed(conn: Connection, table_id: str, snapshots: Sequence[SnapshotOf]) -> None:
     """Forget the committed rows of commits that never became visible nor were acknowledged: a resend
     commits them anew."""
-    for commit_user, identifier in keys:
-        conn.execute(
-            delete(CommitRow).where(
+    ids = _rows_holding(conn, table_id, snapshots)
+    if ids:
+        conn.execute(delete(CommitRow).where(CommitRow.id.in_(ids)))
+
+
+SnapshotOf = tuple[str, int, int]
+"""(commitUser, identifier, snapshot id): a snapshot and the commit that made it."""
+
+
+def _rows_holding(conn: Connection, table_id: str, snapshots: Sequence[SnapshotOf]) -> list[int]:
+    """The ids of the committed rows that recorded these snapshots. A commit is found by its snapshot,
+    not by its name alone: one batch commit user has many committed rows."""
+    ids: set[int] = set()
+    for commit_user, identifier, snapshot_id in snapshots:
+        rows = conn.execute(
+            select(CommitRow.id, CommitRow.snapshots).where(
                 CommitRow.table_id == table_id,
                 CommitRow.commit_user == commit_user,
                 CommitRow.identifier == identifier,
                 CommitRow.outcome == "committed",
             )
         )
+        ids.update(row_id for row_id, refs in rows if any(r.get("id") == snapshot_id for r in refs))
+    return sorted(ids)
 
 
-def extend_committed(conn: Connection, table_id: str, commits: Sequence[NewCommit]) -> None:
+def extend_committed(conn: Connection, commits: Sequence[NewCommit]) -> None:
     """Add snapshots to committed rows: a commit whose APPEND and COMPACT arrived as two snapshots (Paimon's
     REST protocol) is one history row, as it is when it arrives as one committable."""
     for c in commits:
-        where = (
-            CommitRow.table_id == table_id,
-            CommitRow.commit_user == c.commit_user,
-            CommitRow.identifier == c.identifier,
-            CommitRow.outcome == "committed",
+        recorded = conn.execute(select(CommitRow.snapshots).where(CommitRow.id == c.extends)).scalar_one()
+        conn.execute(
+            update(CommitRow).where(CommitRow.id == c.extends).values(snapshots=[*recorded, *c.snapshots])
         )
-        recorded = conn.execute(select(CommitRow.snapshots).where(*where)).scalar_one()
-        conn.execute(update(CommitRow).where(*where).values(snapshots=[*recorded, *c.snapshots]))
 
 
 def insert_commits(conn: Connection, table_id: str, commits: Sequence[NewCommit]) -> None:
@@ -139,6 +165,7 @@ def insert_commits(conn: Connection, table_id: str, commits: Sequence[NewCommit]
                 "created_at": c.created_at,
                 "action": c.action,
                 "details": c.details,
+                "digest": c.digest,
             }
             for c in commits
         ],
@@ -159,6 +186,8 @@ _UPDATE_TIMINGS = (
         CommitRow.table_id == bindparam("b_table"),
         CommitRow.commit_user == bindparam("b_user"),
         CommitRow.identifier == bindparam("b_identifier"),
+        # A commit user's batch commits are told apart by their changes.
+        or_(CommitRow.identifier != BATCH_IDENTIFIER, CommitRow.digest == bindparam("b_digest")),
         CommitRow.outcome == "committed",
     )
     .values(timings=bindparam("b_timings", type_=CommitRow.timings.type))
@@ -166,14 +195,17 @@ _UPDATE_TIMINGS = (
 
 
 def update_commit_timings(
-    conn: Connection, table_id: str, timings: Sequence[tuple[str, int, dict[str, float]]]
+    conn: Connection, table_id: str, timings: Sequence[tuple[str, int, str, dict[str, float]]]
 ) -> None:
-    """Complete the phase timings of committed commits, (commitUser, identifier, timings) each, in one
-    executemany (pipelined by psycopg)."""
+    """Complete the phase timings of committed commits, (commitUser, identifier, digest, timings) each,
+    in one executemany (pipelined by psycopg)."""
     if timings:
         conn.execute(
             _UPDATE_TIMINGS,
-            [{"b_table": table_id, "b_user": u, "b_identifier": i, "b_timings": t} for u, i, t in timings],
+            [
+                {"b_table": table_id, "b_user": u, "b_identifier": i, "b_digest": d, "b_timings": t}
+                for u, i, d, t in timings
+            ],
         )
 
 
@@ -200,4 +232,5 @@ def stored_commit(row: RowMapping) -> StoredCommit:
         details=row["details"],
         idempotency_key=row["idempotency_key"],
         table_id=row["table_id"],
+        digest=row["digest"],
     )

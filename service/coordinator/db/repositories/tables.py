@@ -23,7 +23,8 @@ from sqlalchemy import (
 
 from coordinator.db.models import CommitRow, LiveFileRow, LiveIndexRow, SnapshotRow, TableRow
 from coordinator.db.repositories._rows import first
-from coordinator.db.repositories.commits import StoredCommit, stored_commit
+from coordinator.db.repositories.commits import RecordKey, StoredCommit, record_key, stored_commit
+from coordinator_client.format.snapshot import BATCH_IDENTIFIER
 
 
 def get_table(conn: Connection, table_id: str) -> TableRow | None:
@@ -246,8 +247,8 @@ class GroupContext:
     """The table the row is now: the group is decided against this one."""
     latest_snapshot_id: int
     has_unpublished: bool
-    committed: dict[tuple[str, int], StoredCommit]
-    """Commits of the group already committed, by (commitUser, identifier)."""
+    committed: dict[RecordKey, StoredCommit]
+    """Commits of the group already committed, by their record keys (commits.record_key)."""
     by_idempotency_key: dict[str, StoredCommit]
     """Recorded answers for the group's Idempotency-Keys."""
     head_body: str | None = None
@@ -255,7 +256,7 @@ class GroupContext:
     indexed_at: int | None = None
     """The snapshot the live-file index stands at."""
 
-    def recorded(self, key: tuple[str, int], idempotency_key: str | None) -> StoredCommit | None:
+    def recorded(self, key: RecordKey, idempotency_key: str | None) -> StoredCommit | None:
         """The recorded answer for this request: its Idempotency-Key's first, then its commit's."""
         if idempotency_key is not None and idempotency_key in self.by_idempotency_key:
             return self.by_idempotency_key[idempotency_key]
@@ -263,11 +264,15 @@ class GroupContext:
 
 
 def group_context(
-    conn: Connection, table_id: str, keys: Sequence[tuple[str, int]], idempotency_keys: Sequence[str]
+    conn: Connection, table_id: str, keys: Sequence[RecordKey], idempotency_keys: Sequence[str]
 ) -> GroupContext | None:
     """What a commit group needs to know first, in one round trip: the latest snapshot, whether a crash
     left snapshots unpublished, and which of the group's commits were already decided."""
-    params: dict[str, object] = {"b_table": table_id, "b_keys": list(keys)}
+    params: dict[str, object] = {
+        "b_table": table_id,
+        "b_keys": [k for k in keys if len(k) == 2],
+        "b_batch_keys": [(k[0], k[2]) for k in keys if len(k) == 3],
+    }
     if idempotency_keys:
         params["b_idempotency_keys"] = list(idempotency_keys)
     statement = _GROUP_CONTEXT_WITH_KEYS if idempotency_keys else _GROUP_CONTEXT
@@ -279,8 +284,9 @@ def group_context(
         if row["id"] is None:
             continue
         stored = stored_commit(row)
-        if stored.outcome == "committed" and (stored.commit_user, stored.identifier) in keys:
-            committed[(stored.commit_user, stored.identifier)] = stored
+        key = record_key(stored.commit_user, stored.identifier, stored.digest)
+        if stored.outcome == "committed" and key in keys:
+            committed[key] = stored
         if row["idempotency_key"] is not None and row["idempotency_key"] in idempotency_keys:
             by_key[row["idempotency_key"]] = stored
     first_row = rows[0]
@@ -306,8 +312,13 @@ def _group_context_query(with_idempotency_keys: bool) -> Select[Any]:
         .where(SnapshotRow.table_id == tables.c.id, SnapshotRow.published.is_(False))
         .exists()
     )
+    named = tuple_(commits.c.commit_user, commits.c.identifier).in_(bindparam("b_keys", expanding=True))
+    batch = tuple_(commits.c.commit_user, commits.c.digest).in_(bindparam("b_batch_keys", expanding=True))
     decided = and_(
-        tuple_(commits.c.commit_user, commits.c.identifier).in_(bindparam("b_keys", expanding=True)),
+        or_(
+            and_(commits.c.identifier != BATCH_IDENTIFIER, named),
+            and_(commits.c.identifier == BATCH_IDENTIFIER, batch),
+        ),
         commits.c.outcome == "committed",
     )
     if with_idempotency_keys:

@@ -1,0 +1,207 @@
+"""A resend is the same changes, not the same name: nothing a writer sends is answered as a success and
+dropped (issue 28).
+
+Paimon's batch identifier (Long.MAX_VALUE) names no commit: two batch commits of one commit user are two
+commits. Any other identifier names one commit: other changes under it are IDENTIFIER_REUSED, and an
+Idempotency-Key sent again with another body is IDEMPOTENCY_KEY_REUSED. Every refused request leaves the
+table's files, snapshots and history as they were.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pyarrow as pa
+import pytest
+from fastapi.testclient import TestClient
+
+from coordinator_client import CoordinatorClient
+from coordinator_client.models import BATCH_IDENTIFIER
+from tests.conftest import LiveServer
+from tests.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows, tree_digest
+from tests.rest_writers import create_rest_table, read_rows, rest_catalog
+
+STORES = ("local", "s3")
+FIELDS = {"dt": "STRING", "id": "BIGINT", "v": "STRING"}
+
+
+@pytest.fixture
+def events(api: TestClient) -> PaimonTable:
+    return create_table(api, "sales", "events", FIELDS, partitionKeys=["dt"])
+
+
+def row(i: int) -> dict[str, Any]:
+    return {"dt": "a", "id": i, "v": f"v{i}"}
+
+
+def body(
+    table: PaimonTable, ids: list[int], *, user: str = "writer", identifier: int | None = None
+) -> dict[str, Any]:
+    """A commit of one new file holding rows `ids` (none: an empty commit)."""
+    messages = (
+        [table.message(row(ids[0]), newFiles=[table.append_file([row(i) for i in ids])])] if ids else []
+    )
+    request: dict[str, Any] = {"commitUser": user, "messages": messages}
+    if identifier is not None:
+        request["identifier"] = identifier
+    return request
+
+
+def post(api: TestClient, table: PaimonTable, request: dict[str, Any], **headers: str) -> Any:
+    return api.post(f"/tables/{table.id}/commits", json=request, headers=headers)
+
+
+def state(api: TestClient, table: PaimonTable) -> tuple[Any, ...]:
+    """Everything a refused request must leave as it was: files, snapshots, history."""
+    return (
+        tree_digest(table.location),
+        api.get(f"/tables/{table.id}/snapshots").json(),
+        api.get(f"/tables/{table.id}/commits").json(),
+    )
+
+
+def test_batch_commits_of_one_user_are_each_committed(
+    api: TestClient, events: PaimonTable, warehouse_location: str
+) -> None:
+    """The default identifier is Paimon's batch identifier: a second commit of the same user with another
+    file is a new commit, as in Paimon; the same body sent again is the same commit."""
+    first = body(events, [1])
+    assert post(api, events, first).status_code == 201
+    second = post(api, events, body(events, [2]))
+    assert second.status_code == 201, second.text
+    assert second.json()["snapshots"] == [{"id": 2, "commitKind": "APPEND"}]
+    resent = post(api, events, first)
+    assert resent.status_code == 200
+    assert resent.json()["deduplicated"] is True
+    assert resent.json()["snapshots"] == [{"id": 1, "commitKind": "APPEND"}]
+    rows = pypaimon_rows(warehouse_location, events.id)
+    assert sorted_rows(rows) == sorted_rows([row(1), row(2)])
+    history = api.get(f"/tables/{events.id}/commits").json()["commits"]
+    assert sorted((c["identifier"], c["snapshots"][0]["id"]) for c in history) == [
+        (BATCH_IDENTIFIER, 1),
+        (BATCH_IDENTIFIER, 2),
+    ]
+
+
+def test_other_changes_under_a_used_identifier_are_refused(api: TestClient, events: PaimonTable) -> None:
+    assert post(api, events, body(events, [1], identifier=5)).status_code == 201
+    before = state(api, events)
+    other = post(api, events, body(events, [2], identifier=5))
+    assert other.status_code == 409, other.text
+    error = other.json()
+    assert error["code"] == "IDENTIFIER_REUSED"
+    assert error["conflict"]["type"] == "IDENTIFIER_REUSED"
+    assert error["conflict"]["recorded"] == {
+        "commitUser": "writer",
+        "identifier": 5,
+        "outcome": "committed",
+        "snapshots": [{"id": 1, "commitKind": "APPEND"}],
+    }
+    # The refused file is the writer's to delete; nothing else changed.
+    after = state(api, events)
+    assert {k: v for k, v in after[0].items() if k in before[0]} == before[0]
+    assert after[1:] == before[1:]
+    assert api.get(f"/tables/{events.id}").json()["latestSnapshotId"] == 1
+
+
+def test_an_empty_commit_is_recorded_and_its_identifier_is_not_a_trap(
+    api: TestClient, events: PaimonTable, warehouse_location: str
+) -> None:
+    empty = body(events, [], identifier=1)
+    answered = post(api, events, empty)
+    assert answered.status_code == 201
+    assert answered.json()["snapshots"] == []
+    assert post(api, events, empty).json()["deduplicated"] is True
+    # The real commit sent later under the empty one's identifier is refused, loudly, not dropped.
+    before = state(api, events)
+    late = post(api, events, body(events, [1], identifier=1))
+    assert late.status_code == 409
+    assert late.json()["conflict"]["recorded"]["snapshots"] == []
+    assert state(api, events)[1:] == before[1:]
+    assert post(api, events, body(events, [1], identifier=2)).status_code == 201
+    assert sorted_rows(pypaimon_rows(warehouse_location, events.id)) == [row(1)]
+
+
+def test_a_table_that_forces_snapshots_gets_one_for_an_empty_commit(api: TestClient) -> None:
+    table = create_table(
+        api, "sales", "ticks", FIELDS, partitionKeys=["dt"], options={"commit.force-create-snapshot": "true"}
+    )
+    answered = post(api, table, {**body(table, [], identifier=3), "watermark": 1700000000000})
+    assert answered.status_code == 201, answered.text
+    assert answered.json()["snapshots"] == [{"id": 1, "commitKind": "APPEND"}]
+    snapshot = api.get(f"/tables/{table.id}/snapshots/1").json()
+    assert (snapshot["commitIdentifier"], snapshot["watermark"]) == (3, 1700000000000)
+
+
+def test_an_idempotency_key_sent_again_with_another_body_is_refused(
+    api: TestClient, events: PaimonTable
+) -> None:
+    first = body(events, [1])
+    assert post(api, events, first, **{"Idempotency-Key": "k-1"}).status_code == 201
+    assert post(api, events, first, **{"Idempotency-Key": "k-1"}).json()["deduplicated"] is True
+    before = state(api, events)
+    for other in (body(events, [2]), body(events, [2], user="someone-else")):
+        refused = post(api, events, other, **{"Idempotency-Key": "k-1"})
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["code"] == "IDEMPOTENCY_KEY_REUSED"
+        assert refused.json()["field"] == "Idempotency-Key"
+    after = state(api, events)
+    assert after[1:] == before[1:]
+
+
+def test_a_resend_is_answered_with_its_own_snapshots_among_many_batch_commits(
+    api: TestClient, events: PaimonTable
+) -> None:
+    """The outcome of a keyed request is about that request, not the user's latest batch commit."""
+    first = body(events, [1])
+    assert post(api, events, first, **{"Idempotency-Key": "a"}).status_code == 201
+    assert post(api, events, body(events, [2]), **{"Idempotency-Key": "b"}).status_code == 201
+    outcome = api.get(
+        f"/tables/{events.id}/commits/writer/{BATCH_IDENTIFIER}", params={"idempotencyKey": "a"}
+    ).json()
+    assert (outcome["status"], outcome["snapshots"]) == ("committed", [{"id": 1, "commitKind": "APPEND"}])
+    unknown = api.get(
+        f"/tables/{events.id}/commits/writer/{BATCH_IDENTIFIER}", params={"idempotencyKey": "never-sent"}
+    ).json()
+    assert unknown["status"] == "unknown"
+    assert post(api, events, first).json()["snapshots"] == [{"id": 1, "commitKind": "APPEND"}]
+
+
+def test_ten_native_client_batch_commits_of_one_user(
+    live_server: LiveServer, http: httpx.Client, warehouse_location: str
+) -> None:
+    table = create_table(http, "sales", "events", FIELDS, partitionKeys=["dt"])
+    with CoordinatorClient(live_server.url) as client:
+        for i in range(10):
+            answered = client.commit(table.id, body(table, [i]))  # the batch identifier, one user
+            assert [s.id for s in answered.snapshots] == [i + 1]
+            assert not answered.deduplicated
+    assert sorted_rows(pypaimon_rows(warehouse_location, table.id)) == sorted_rows(
+        [row(i) for i in range(10)]
+    )
+
+
+def test_ten_pypaimon_batch_writes_through_one_write_builder(
+    live_server: LiveServer, http: httpx.Client
+) -> None:
+    """pypaimon keeps one commit user per write builder and commits every batch under Paimon's batch
+    identifier: each write is a commit of its own (19 of pypaimon's REST tests lost their second)."""
+    catalog = rest_catalog(live_server.url)
+    schema = pa.schema([pa.field("dt", pa.string(), nullable=False), ("id", pa.int64()), ("v", pa.string())])
+    table = create_rest_table(catalog, "db.events", schema, partition_keys=["dt"])
+    builder = table.new_batch_write_builder()
+    for i in range(10):
+        write = builder.new_write()
+        write.write_arrow(pa.Table.from_pylist([row(i)], schema=schema))
+        commit = builder.new_commit()
+        commit.commit(write.prepare_commit())
+        commit.close()
+        write.close()
+    assert sorted_rows(read_rows(catalog.get_table("db.events"))) == sorted_rows([row(i) for i in range(10)])
+    assert http.get("/tables/db.events").json()["latestSnapshotId"] == 10
+    history = http.get("/tables/db.events/commits").json()["commits"]
+    assert len({c["commitUser"] for c in history}) == 1
+    assert sorted(c["snapshots"][0]["id"] for c in history if c["outcome"] == "committed") == list(
+        range(1, 11)
+    )
