@@ -1,7 +1,7 @@
 """A database that is down, restarting or refusing connections is a 503 with Retry-After, never a 500.
 
 Any route can meet the database (a token check, a table read, a commit point), so the mapping is one
-exception handler for SQLAlchemy's errors: it renders the ones db/faults.py calls unavailability as
+exception handler for the database's errors: it renders the ones db/faults.py calls unavailability as
 DatabaseUnavailable, through the service's one error handler, so each door keeps its shape (the
 native `{code, message}`, Paimon's ErrorResponse under /v1). Any other database error is left to
 fail as before: it is a fault of ours that a retry would not fix.
@@ -15,15 +15,20 @@ from collections.abc import Awaitable, Callable
 from fastapi import FastAPI, Request, Response
 from sqlalchemy import exc
 
-from coordinator.db.faults import first_line, unavailable
+from coordinator.db.faults import DRIVER_FAULTS, first_line, unavailable
 
 log = logging.getLogger(__name__)
 
 Render = Callable[[Request, Exception], Awaitable[Response]]
 """The handler that renders a CoordinatorError (api/errors.py::coordinator_error)."""
 
-FAULTS: tuple[type[Exception], ...] = (exc.DBAPIError, exc.DisconnectionError, exc.TimeoutError)
-"""The SQLAlchemy errors db/faults.py may call unavailability (DBAPIError: only some of them)."""
+FAULTS: tuple[type[Exception], ...] = (
+    exc.DBAPIError,
+    exc.DisconnectionError,
+    exc.TimeoutError,
+    *DRIVER_FAULTS,
+)
+"""The errors db/faults.py may call unavailability (DBAPIError: only some of them)."""
 
 
 def install_database_errors(app: FastAPI, render: Render) -> None:

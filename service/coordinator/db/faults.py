@@ -14,18 +14,26 @@ What counts is PEP 249's OperationalError ("errors related to the database's ope
 necessarily under the control of the programmer": psycopg raises it for connection failures, admin
 shutdown, "the database system is starting up", too many connections, serialization failures and
 deadlocks, cancelled statements), any DBAPI error SQLAlchemy found to be a disconnect (a closed
-connection's InterfaceError among them), a connection the pool found dead, and the pool's timeout.
-Errors of a statement itself (IntegrityError, ProgrammingError, DataError) stay what they are.
+connection's InterfaceError among them), a connection the pool found dead, and the pool's timeout;
+also a driver's own OperationalError, where the service talks to psycopg without SQLAlchemy (the
+live-file index's COPY). Errors of a statement itself (IntegrityError, ProgrammingError, DataError)
+stay what they are.
 """
 
 from __future__ import annotations
 
+import sqlite3
+
+import psycopg
 from sqlalchemy import exc
 
 from coordinator.errors import Unavailable
 
 RETRY_AFTER_SECONDS = 1
 """A restarting PostgreSQL takes connections again within a second or two."""
+
+DRIVER_FAULTS: tuple[type[Exception], ...] = (psycopg.OperationalError, sqlite3.OperationalError)
+"""The drivers' own errors of unavailability, raised where SQLAlchemy does not wrap them."""
 
 
 class DatabaseUnavailable(Unavailable):
@@ -40,7 +48,7 @@ def unavailable(error: BaseException) -> DatabaseUnavailable | None:
         reason = "no database connection came free in time"
     elif isinstance(error, exc.DisconnectionError):
         reason = "the database connection was lost"
-    elif isinstance(error, exc.OperationalError) or (
+    elif isinstance(error, (exc.OperationalError, *DRIVER_FAULTS)) or (
         isinstance(error, exc.DBAPIError) and error.connection_invalidated
     ):
         reason = "the database could not serve the request"
