@@ -9,12 +9,15 @@ table's files, snapshots and history as they were.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
 import pyarrow as pa
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from coordinator_client import CoordinatorClient
 from coordinator_client.models import BATCH_IDENTIFIER
@@ -205,3 +208,93 @@ def test_ten_pypaimon_batch_writes_through_one_write_builder(
     assert sorted(c["snapshots"][0]["id"] for c in history if c["outcome"] == "committed") == list(
         range(1, 11)
     )
+
+
+@pytest.mark.stores("local")
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    identifier=st.sampled_from([BATCH_IDENTIFIER, 0, 7, -3]),
+    keyed=st.booleans(),
+    same=st.booleans(),
+    other_user=st.booleans(),
+)
+def test_pairs_sharing_a_name_or_key_are_deduplicated_only_when_equal(
+    api: TestClient, identifier: int, keyed: bool, same: bool, other_user: bool
+) -> None:
+    """Two requests under one commitUser + identifier (or one Idempotency-Key): equal bodies are one
+    commit; different ones are two commits for the batch identifier and refused for any other; a request
+    is never answered as a success without its file being live."""
+    table = create_table(api, "pairs", f"t{uuid.uuid4().hex[:12]}", FIELDS, partitionKeys=["dt"])
+    headers = {"Idempotency-Key": str(uuid.uuid4())} if keyed else {}
+    first = body(table, [1], identifier=identifier)
+    second = (
+        first
+        if same
+        else body(table, [2], identifier=identifier, user="other" if other_user and keyed else "writer")
+    )
+    answers = [post(api, table, first, **headers), post(api, table, second, **headers)]
+    assert answers[0].status_code == 201, answers[0].text
+    second_answer = answers[1]
+    if same:
+        assert second_answer.status_code == 200, second_answer.text
+        assert second_answer.json() | {"timings": {}} == {
+            **answers[0].json(),
+            "deduplicated": True,
+            "timings": {},
+            "groupSize": 1,
+        }
+    elif keyed:
+        assert (second_answer.status_code, second_answer.json()["code"]) == (422, "IDEMPOTENCY_KEY_REUSED")
+    elif identifier == BATCH_IDENTIFIER:
+        assert second_answer.status_code == 201, second_answer.text
+        assert second_answer.json()["snapshots"] == [{"id": 2, "commitKind": "APPEND"}]
+    else:
+        assert (second_answer.status_code, second_answer.json()["code"]) == (409, "IDENTIFIER_REUSED")
+    live = {f["fileName"] for f in api.get(f"/tables/{table.id}/files").json()["files"]}
+    for request, answer in zip((first, second), answers, strict=True):
+        named = {f["fileName"] for m in request["messages"] for f in m["newFiles"]}
+        assert (named <= live) == (answer.status_code in (200, 201)), (answer.status_code, answer.text)
+
+
+def test_a_streaming_checkpoint_resent_through_the_rest_catalog_is_one_commit(
+    live_server: LiveServer, http: httpx.Client
+) -> None:
+    """A streaming writer names each commit (Flink: the checkpoint id). The same messages committed again
+    under that name, with manifests written anew under new names, are a resend; other messages under it
+    are refused, and the table stays as it was."""
+    catalog = rest_catalog(live_server.url)
+    schema = pa.schema([pa.field("dt", pa.string(), nullable=False), ("id", pa.int64()), ("v", pa.string())])
+    # Paimon retries a failed commit up to commit.max-retries times; a refusal is final, so once is enough.
+    options = {"commit.max-retries": "1"}
+    table = create_rest_table(catalog, "db.stream", schema, partition_keys=["dt"], options=options)
+    builder = table.new_stream_write_builder()
+
+    def messages(i: int) -> Any:
+        write = builder.new_write()
+        write.write_arrow(pa.Table.from_pylist([row(i)], schema=schema))
+        prepared = write.prepare_commit(i)
+        write.close()
+        return prepared
+
+    commit = builder.new_commit()
+    checkpoint = messages(1)
+    commit.commit(checkpoint, 1)
+    commit.commit(checkpoint, 1)  # resent after a crash: new manifests, the same entries
+    assert http.get("/tables/db.stream").json()["latestSnapshotId"] == 1
+    before = http.get("/tables/db.stream/commits").json()
+    with pytest.raises(Exception) as refused:  # noqa: PT011 (pypaimon wraps the answer in its own errors)
+        commit.commit(messages(2), 1)
+    chain = [refused.value]
+    while chain[-1].__cause__ is not None:
+        chain.append(chain[-1].__cause__)
+    assert any("an identifier names one commit" in str(e) for e in chain), chain
+    assert http.get("/tables/db.stream").json()["latestSnapshotId"] == 1
+    assert http.get("/tables/db.stream/commits").json() == before
+    commit.commit(messages(3), 2)
+    commit.close()
+    assert sorted_rows(read_rows(catalog.get_table("db.stream"))) == sorted_rows([row(1), row(3)])
