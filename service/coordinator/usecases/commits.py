@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 
 from coordinator.clock import Clock
 from coordinator.db import repositories as repo
-from coordinator.db.engine import probe_engine, read_only
+from coordinator.db.engine import probe_engine
 from coordinator.db.repositories import live_files
 from coordinator.domain.committable import ResolvedCommittable, resolve_committable
 from coordinator.domain.conflicts import Conflict
@@ -58,11 +58,11 @@ from coordinator.usecases.member_decision import Decider, decide_member
 from coordinator.usecases.publication import Publication
 from coordinator.usecases.reapplication import reapplying
 from coordinator.usecases.resends import (
+    answer_by_key,
     answer_from_record,
     record_of,
     recorded_answer,
-    relation_to_record,
-    reused,
+    standing_commit,
 )
 from coordinator.usecases.snapshot_proposals import ProposedSnapshot, SnapshotProposal, read_proposal
 from coordinator.usecases.table_hold import HeldElsewhere, Hold, TableHolds
@@ -258,25 +258,17 @@ class Committer:
         if key is not None:
             # A terminal answer recorded for this key is replayed without waiting for the lock; the
             # commitUser + identifier check happens under the lock, where it cannot race.
-            with read_only(self._engine) as conn:
-                stored = repo.find_by_idempotency_key(conn, table.id, key)
-                # Unless the table has snapshots left unpublished (a failed store): then the resend
-                # takes the queue, whose catch-up publishes them before it answers from the record.
-                if stored is not None and not repo.unpublished_snapshots(conn, table.id):
-                    if relation_to_record(stored, resolved, proposed) != "resend":
-                        raise reused(stored, resolved, key)
-                    return answer_from_record(stored)
+            keyed = answer_by_key(self._engine, table.id, key, resolved, proposed)
+            if keyed is not None:
+                return keyed
         try:
             self._file_checks.verify(table, resolved)
         except DataFileMissing:
             # A resend of a commit that stands may name files that maintenance has removed since.
-            with read_only(self._engine) as conn:
-                stored = repo.find_committed(
-                    conn, table.id, resolved.commit_user, resolved.identifier, resolved.digest
-                )
-            if stored is None or stored.digest not in (None, resolved.digest):
+            standing = standing_commit(self._engine, table.id, resolved)
+            if standing is None:
                 raise
-            return answer_from_record(stored)
+            return answer_from_record(standing)
         while True:
             pending = PendingCommit(resolved, key, started, intake, version_of(table), proposed)
             pending.waited("validate")

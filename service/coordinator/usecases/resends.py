@@ -66,6 +66,42 @@ class Found:
         return reused(self.stored, self.resolved, idempotency_key)
 
 
+def answer_by_key(
+    engine: Engine,
+    table_id: str,
+    key: str,
+    resolved: ResolvedCommittable,
+    proposed: ProposedSnapshot | None,
+) -> CommitResponse | None:
+    """Before the lock: the terminal answer recorded for this Idempotency-Key, if the request is the one
+    that was recorded; None when nothing is recorded for it, or when the table has snapshots left
+    unpublished (a failed store): then the resend takes the queue, whose catch-up publishes them before
+    it answers from the record.
+
+    Raises:
+        IdempotencyKeyReused: the key was sent with another request; CommitConflict: it was rejected.
+    """
+    with read_only(engine) as conn:
+        stored = repo.find_by_idempotency_key(conn, table_id, key)
+        if stored is None or repo.unpublished_snapshots(conn, table_id):
+            return None
+    if relation_to_record(stored, resolved, proposed) != "resend":
+        raise reused(stored, resolved, key)
+    return answer_from_record(stored)
+
+
+def standing_commit(engine: Engine, table_id: str, resolved: ResolvedCommittable) -> repo.StoredCommit | None:
+    """The committed record of these very changes, if any: a resend of a commit that stands may name
+    files that maintenance has removed since, and is answered from it."""
+    with read_only(engine) as conn:
+        stored = repo.find_committed(
+            conn, table_id, resolved.commit_user, resolved.identifier, resolved.digest
+        )
+    if stored is None or relation_to_record(stored, resolved, None) != "resend":
+        return None
+    return stored
+
+
 def record_of(
     engine: Engine, table_id: str, context: repo.GroupContext, member: PendingCommit, head: int
 ) -> Found | None:
