@@ -15,8 +15,9 @@ from sqlalchemy.sql.elements import TextClause
 
 IDLE_PING_SECONDS = 1.0
 """A pooled PostgreSQL connection unused for longer than this is pinged before it is handed out (see
-`_checked_before_use`). Any restart or failover of the server takes longer, so a connection it broke
-is never handed out unchecked; a connection in steady use is never pinged."""
+`_checked_before_use`), for a server gone without a word (a failover to another host answers only when
+written to) that took longer than this; one a restart broke shows it sooner (its socket is readable).
+A connection in steady use is never pinged."""
 _IDLE_SINCE = "coordinator_idle_since"
 
 _NOW_MS = {
