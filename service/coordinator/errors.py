@@ -4,6 +4,7 @@ CoordinatorError                 500  (never raised for a known condition)
 ├── Unauthenticated              401  no valid bearer token
 ├── Forbidden                    403  the token's role or grant does not cover the request
 ├── InvalidRequest               422  names the offending field
+│   └── IdempotencyKeyReused          an Idempotency-Key sent again with another request
 ├── DataFileMissing              422  a committed file is not on storage, or not of its declared size
 ├── TableNotFound                404
 ├── CommitNotFound               404
@@ -18,6 +19,7 @@ CoordinatorError                 500  (never raised for a known condition)
 ├── TagAlreadyExists             409
 ├── DatabaseAlreadyExists        409
 ├── CommitConflict               409  carries the structured conflict
+│   └── IdentifierReused              the commitUser + identifier name a commit with other changes
 ├── PayloadTooLarge              413
 ├── NotSupported                 501  a Paimon REST catalog feature the coordinator does not serve
 └── Unavailable                  503  + Retry-After: try again, nothing was half done
@@ -64,7 +66,7 @@ class Forbidden(CoordinatorError):
 
 class InvalidRequest(CoordinatorError):
     status_code = 422
-    code = "INVALID_REQUEST"
+    code: ClassVar[ErrorCode] = "INVALID_REQUEST"
 
 
 class DataFileMissing(CoordinatorError):
@@ -157,7 +159,7 @@ class CommitConflict(CoordinatorError):
     """The commit cannot apply on top of the table as it is; nothing was published."""
 
     status_code = 409
-    code = "COMMIT_CONFLICT"
+    code: ClassVar[ErrorCode] = "COMMIT_CONFLICT"
 
     def __init__(self, conflict: ConflictModel) -> None:
         super().__init__(conflict.message)
@@ -165,6 +167,18 @@ class CommitConflict(CoordinatorError):
 
     def to_response(self) -> ErrorResponse:
         return ErrorResponse(code=self.code, message=self.message, conflict=self.conflict)
+
+
+class IdentifierReused(CommitConflict):
+    """The commitUser and identifier name a recorded commit whose changes differ (conflict.recorded)."""
+
+    code = "IDENTIFIER_REUSED"
+
+
+class IdempotencyKeyReused(InvalidRequest):
+    """An Idempotency-Key sent again with another request (the IETF idempotency-key draft: 422)."""
+
+    code = "IDEMPOTENCY_KEY_REUSED"
 
 
 class Unavailable(CoordinatorError):

@@ -131,14 +131,26 @@ ConflictType = Literal[
     "BUCKET_COUNT_CHANGED",
     "DELETED_FILE_MISSING",
     "DUPLICATE_FILE",
+    "IDENTIFIER_REUSED",
     "LATEST_SNAPSHOT_MOVED",
     "LOCK_LOST",
     "LSM_KEY_RANGE_OVERLAP",
 ]
-"""Why a commit was rejected. The first five are Paimon's conflict checks (the matrix in the service's
-domain/conflicts.py); the others happen at the commit point: another commit moved the table while this
-one held the lock (LATEST_SNAPSHOT_MOVED), or the lock's lease ran out before the change was written
-(LOCK_LOST, for commits and maintenance alike)."""
+"""Why a commit was rejected. BASE_SNAPSHOT_MOVED, BUCKET_COUNT_CHANGED, DELETED_FILE_MISSING,
+DUPLICATE_FILE and LSM_KEY_RANGE_OVERLAP are Paimon's conflict checks (the matrix in the service's
+domain/conflicts.py). Two happen at the commit point: another commit moved the table while this one held
+the lock (LATEST_SNAPSHOT_MOVED), or the lock's lease ran out before the change was written (LOCK_LOST,
+for commits and maintenance alike). IDENTIFIER_REUSED: the commitUser and identifier name a recorded
+commit whose changes differ from this one's (`recorded` says which); nothing was written."""
+
+
+class RecordedCommitModel(_Model):
+    """The commit an identifier already names (IDENTIFIER_REUSED): its outcome and snapshots."""
+
+    commit_user: str
+    identifier: int
+    outcome: Literal["committed", "rejected"]
+    snapshots: list[SnapshotRef] = Field(default_factory=list)
 
 
 class ConflictModel(_Model):
@@ -150,6 +162,9 @@ class ConflictModel(_Model):
     winning_snapshot: WinningSnapshot | None = None
     retryable: bool = False
     table: str | None = Field(default=None, description="the table it is on, in a multi-table transaction")
+    recorded: RecordedCommitModel | None = Field(
+        default=None, description="IDENTIFIER_REUSED: the commit the identifier already names"
+    )
 
 
 CommitStatus = Literal["committed", "rejected", "unknown"]

@@ -13,6 +13,7 @@ from functools import cached_property
 
 from pydantic import JsonValue
 
+from coordinator.domain.commit_digest import changes_digest
 from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest
 from coordinator_client.format.binary_row import EMPTY_ROW, encode_row
@@ -23,6 +24,8 @@ from coordinator_client.format.values import from_json_value
 from coordinator_client.models import CommitMessageModel, CommitRequest, DataFileModel, KeyStatsModel
 
 DATA_FILE_SUFFIXES = (".parquet", ".orc", ".avro")
+FORCE_CREATE_SNAPSHOT = "commit.force-create-snapshot"
+"""Paimon's table option: every commit makes a snapshot, even one that changes nothing."""
 FILE_SOURCE_APPEND = 0
 FILE_SOURCE_COMPACT = 1
 
@@ -58,13 +61,17 @@ class ResolvedCommittable:
     compact: list[ManifestEntry] = field(default_factory=list)
     compact_changelog: list[ManifestEntry] = field(default_factory=list)
     overwrite: OverwriteTarget | None = None
+    force_snapshot: bool = False
+    """The table's `commit.force-create-snapshot`: a commit that changes nothing still gets a snapshot."""
 
     @cached_property
     def kinds(self) -> tuple[CommitKind, ...]:
         """The kinds of the snapshots it asks for, in order: the one commit-kind rule.
 
         An overwrite, or an append that deletes files, is OVERWRITE; other appended or changelog files
-        are APPEND; compaction changes are a COMPACT after it, as in Paimon.
+        are APPEND; compaction changes are a COMPACT after it, as in Paimon. A commit of no changes asks
+        for none (Paimon's writers ignore an empty commit), unless the table forces a snapshot: then it
+        is an APPEND with an empty delta, which carries its identifier, watermark and properties.
         """
         kinds = []
         if self.overwrite is not None or any(e.kind == FileKind.DELETE for e in self.append):
@@ -73,12 +80,19 @@ class ResolvedCommittable:
             kinds.append(CommitKind.APPEND)
         if self.compact or self.compact_changelog:
             kinds.append(CommitKind.COMPACT)
+        if not kinds and self.force_snapshot:
+            kinds.append(CommitKind.APPEND)
         return tuple(kinds)
 
     @property
     def kind(self) -> CommitKind:
         """The kind a commit is counted under: its first snapshot's (APPEND when it asks for none)."""
         return self.kinds[0] if self.kinds else CommitKind.APPEND
+
+    @cached_property
+    def digest(self) -> str:
+        """The digest of its changes: a resend is the same changes, not the same name (commit_digest)."""
+        return changes_digest(self)
 
     @cached_property
     def file_names(self) -> frozenset[str]:
@@ -141,6 +155,7 @@ def resolve_committable(request: CommitRequest, shape: TableShape, *, now_millis
         compact=compact,
         compact_changelog=compact_changelog,
         overwrite=_overwrite_target(request, shape, append, compact or compact_changelog),
+        force_snapshot=shape.schema.options.get(FORCE_CREATE_SNAPSHOT, "false").lower() == "true",
     )
 
 
