@@ -43,6 +43,16 @@ class FileIO(Protocol):
         """The file's size in bytes; None when it does not exist."""
         ...
 
+    def read_tail(self, path: str, length: int) -> FileRange | None:
+        """The last `length` bytes of a file (all of it when shorter) and its size, in one read (one
+        ranged GET on an object store); None when it does not exist."""
+        ...
+
+    def read_range(self, path: str, offset: int, length: int) -> FileRange | None:
+        """Up to `length` bytes from `offset` and the file's size, in one read; None when it does not
+        exist."""
+        ...
+
     def delete(self, path: str) -> None:
         """Remove a file; a missing file is not an error."""
         ...
@@ -56,6 +66,16 @@ class FileIO(Protocol):
     def walk(self, directory: str) -> list[StoredFile]:
         """Every file under `directory`, recursively, with its modification time; [] when absent."""
         ...
+
+
+@dataclass(frozen=True)
+class FileRange:
+    """Bytes read from a file by range, with where they start and the size of the whole file: one read
+    answers both how big a data file is and what its footer says."""
+
+    size: int
+    offset: int
+    data: bytes
 
 
 @dataclass(frozen=True)
@@ -98,6 +118,28 @@ class LocalFileIO:
             return os.stat(path).st_size
         except FileNotFoundError:
             return None
+
+    def read_tail(self, path: str, length: int) -> FileRange | None:
+        return self._pread(path, length, None)
+
+    def read_range(self, path: str, offset: int, length: int) -> FileRange | None:
+        return self._pread(path, length, offset)
+
+    @staticmethod
+    def _pread(path: str, length: int, offset: int | None) -> FileRange | None:
+        """One open, fstat and pread: the size and the bytes come from the same open file."""
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            size = os.fstat(fd).st_size
+            start = max(0, size - length) if offset is None else min(offset, size)
+            return FileRange(size, start, os.pread(fd, min(length, size - start), start))
+        except IsADirectoryError:
+            return None  # a folder where the file should be: no file
+        finally:
+            os.close(fd)
 
     def delete(self, path: str) -> None:
         try:
@@ -169,6 +211,21 @@ class ArrowFileIO:
     def size(self, path: str) -> int | None:
         info = self._fs.get_file_info(self._p(path))
         return None if info.type == pafs.FileType.NotFound else info.size
+
+    def read_tail(self, path: str, length: int) -> FileRange | None:
+        return self._read_at(path, length, None)
+
+    def read_range(self, path: str, offset: int, length: int) -> FileRange | None:
+        return self._read_at(path, length, offset)
+
+    def _read_at(self, path: str, length: int, offset: int | None) -> FileRange | None:
+        try:
+            with self._fs.open_input_file(self._p(path)) as f:
+                size = f.size()
+                start = max(0, size - length) if offset is None else min(offset, size)
+                return FileRange(size, start, bytes(f.read_at(min(length, size - start), start)))
+        except FileNotFoundError:
+            return None
 
     def delete(self, path: str) -> None:
         try:

@@ -21,10 +21,11 @@ from obstore.exceptions import AlreadyExistsError, BaseError, NotFoundError, Pre
 from obstore.store import AzureStore, GCSStore, S3Store
 
 from coordinator.errors import StorageUnavailable
-from coordinator.storage.fileio import StoredFile
+from coordinator.storage.fileio import FileRange, StoredFile
 from coordinator.storage.store_uri import StoreUri
 
 if TYPE_CHECKING:
+    from obstore import GetOptions
     from obstore.store import ClientConfig, ObjectStore, RetryConfig
 
 T = TypeVar("T")
@@ -74,6 +75,31 @@ class ObjectStoreFileIO:
             return _call(lambda: obstore.head(store, key)["size"])
         except FileNotFoundError:
             return None
+
+    def read_tail(self, path: str, length: int) -> FileRange | None:
+        return self._get_range(path, {"range": {"suffix": length}})
+
+    def read_range(self, path: str, offset: int, length: int) -> FileRange | None:
+        return self._get_range(path, {"range": (offset, offset + length)})
+
+    def _get_range(self, path: str, options: GetOptions) -> FileRange | None:
+        """One ranged GET: its bytes, and the object's size from the answer (Content-Range)."""
+        store, key = self._at(path)
+
+        def get() -> FileRange:
+            got = obstore.get(store, key, options=options)
+            return FileRange(got.meta["size"], got.range[0], bytes(got.bytes()))
+
+        try:
+            return _call(get)
+        except FileNotFoundError:
+            return None
+        except StorageUnavailable:
+            # No range of an empty object is satisfiable (416, which obstore reports like any failure);
+            # a HEAD tells that case from a failing store.
+            if self.size(path) == 0:
+                return FileRange(0, 0, b"")
+            raise
 
     def delete(self, path: str) -> None:
         store, key = self._at(path)
