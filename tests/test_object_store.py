@@ -60,7 +60,8 @@ def test_a_commit_naming_a_file_not_on_storage_changes_nothing(
     response = api.post(f"/tables/{table.id}/commits", json=_commit_body(table, "w", 1, files))
     assert response.status_code == 422, response.text
     error = response.json()
-    assert error["code"] == "DATA_FILE_MISSING"
+    assert error["code"] == ("DATA_FILE_MISSING" if problem == "missing" else "DATA_FILE_SIZE_MISMATCH")
+    assert error["field"] == "messages[0].newFiles[1]"
     assert bad["fileName"] in error["message"]
     assert ("not on storage" if problem == "missing" else f"declares {bad['fileSize']}") in error["message"]
     assert tree_digest(table.location) == before

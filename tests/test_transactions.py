@@ -211,7 +211,7 @@ def test_an_identifier_a_single_commit_used_is_refused(api: TestClient) -> None:
         ("an unknown table", 404, "tables[1].table"),
         ("more tables than the limit", 422, "tables"),
         ("a bad message in the second table", 422, "tables[1].messages[0].bucket"),
-        ("a file of the second table not on storage", 422, "tables[1].messages"),
+        ("a file of the second table not on storage", 422, "tables[1].messages[0].newFiles[0]"),
     ],
 )
 def test_bad_transactions_are_refused_naming_the_field_and_change_nothing(

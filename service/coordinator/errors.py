@@ -5,7 +5,12 @@ CoordinatorError                 500  (never raised for a known condition)
 ├── Forbidden                    403  the token's role or grant does not cover the request
 ├── InvalidRequest               422  names the offending field
 │   └── IdempotencyKeyReused          an Idempotency-Key sent again with another request
-├── DataFileMissing              422  a committed file is not on storage, or not of its declared size
+├── DataFileMissing              422  a file the commit adds is not on storage; its kin, a file that is
+│   │                                 not what the commit says (field: the file in the body):
+│   ├── DataFileSizeMismatch          of another size
+│   ├── RowCountMismatch              its footer counts other rows than rowCount
+│   ├── FileFormatMismatch            not of the format the table writes
+│   └── SchemaMismatch                not the columns of its schema
 ├── TableNotFound                404
 ├── CommitNotFound               404
 ├── SnapshotNotFound             404
@@ -70,10 +75,40 @@ class InvalidRequest(CoordinatorError):
 
 
 class DataFileMissing(CoordinatorError):
-    """A file the commit adds is not on storage, or its size differs from the declared one."""
+    """A file the commit adds is not on storage.
+
+    The errors below are its kin, and every caller treats them alike (a resend of a commit that stands
+    is answered from its record, the answer is counted as invalid): the file is there but is not what
+    the commit says.
+    """
 
     status_code = 422
-    code = "DATA_FILE_MISSING"
+    code: ClassVar[ErrorCode] = "DATA_FILE_MISSING"
+
+
+class DataFileSizeMismatch(DataFileMissing):
+    """A file the commit adds has another size on storage than its fileSize."""
+
+    code = "DATA_FILE_SIZE_MISMATCH"
+
+
+class RowCountMismatch(DataFileMissing):
+    """A file's footer counts other rows than the rowCount the commit declares."""
+
+    code = "ROW_COUNT_MISMATCH"
+
+
+class FileFormatMismatch(DataFileMissing):
+    """A file is not of the format the table writes (`file.format`), by its name or its bytes, or its
+    footer cannot be read."""
+
+    code = "FILE_FORMAT_MISMATCH"
+
+
+class SchemaMismatch(DataFileMissing):
+    """A file's columns are not those of its schema (schemaId, or the table's current schema)."""
+
+    code = "SCHEMA_MISMATCH"
 
 
 class TableNotFound(CoordinatorError):

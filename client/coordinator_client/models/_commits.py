@@ -41,7 +41,12 @@ class DataFileModel(_Request):
     min_sequence_number: int = Field(default=0, ge=0, le=INT64_MAX)
     max_sequence_number: int = Field(default=0, ge=0, le=INT64_MAX)
     level: int = Field(default=0, ge=0, le=1000)
-    schema_id: int = Field(default=0, ge=0, le=INT64_MAX)
+    schema_id: int | None = Field(
+        default=None,
+        ge=0,
+        le=INT64_MAX,
+        description="the schema the file was written with; absent: the table's current schema",
+    )
     delete_row_count: int = Field(default=0, ge=0, le=INT64_MAX)
     extra_files: list[str] = Field(default_factory=list)
     creation_time: int | None = Field(

@@ -13,6 +13,8 @@ from functools import cached_property
 
 from pydantic import JsonValue
 
+from coordinator.domain.added_files import AddedFile, Where
+from coordinator.domain.added_files import file_field as _file_path
 from coordinator.domain.commit_digest import changes_digest
 from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest
@@ -63,6 +65,9 @@ class ResolvedCommittable:
     overwrite: OverwriteTarget | None = None
     force_snapshot: bool = False
     """The table's `commit.force-create-snapshot`: a commit that changes nothing still gets a snapshot."""
+    added: list[AddedFile] | None = None
+    """The files it adds in its request's order, with their place in it; None when it came without a
+    request body of messages (a REST proposal's manifests)."""
 
     @cached_property
     def kinds(self) -> tuple[CommitKind, ...]:
@@ -119,6 +124,7 @@ def resolve_committable(request: CommitRequest, shape: TableShape, *, now_millis
     append_changelog: list[ManifestEntry] = []
     compact: list[ManifestEntry] = []
     compact_changelog: list[ManifestEntry] = []
+    added: list[AddedFile] = []
     # (wire name, attribute, kind, file source) of each file list of a message, and where its entries go.
     lists = (
         ("newFiles", "new_files", FileKind.ADD, FILE_SOURCE_APPEND, append),
@@ -143,7 +149,10 @@ def resolve_committable(request: CommitRequest, shape: TableShape, *, now_millis
                 continue
             for j, f in enumerate(files):
                 meta = resolver.data_file(f, (i, name, j), source)
-                target_list.append(ManifestEntry(kind, partition, message.bucket, total_buckets, meta))
+                entry = ManifestEntry(kind, partition, message.bucket, total_buckets, meta)
+                target_list.append(entry)
+                if kind == FileKind.ADD:
+                    added.append(AddedFile(entry, (i, name, j), f.schema_id is not None))
     return ResolvedCommittable(
         request.commit_user,
         request.identifier,
@@ -156,6 +165,7 @@ def resolve_committable(request: CommitRequest, shape: TableShape, *, now_millis
         compact_changelog=compact_changelog,
         overwrite=_overwrite_target(request, shape, append, compact or compact_changelog),
         force_snapshot=shape.schema.options.get(FORCE_CREATE_SNAPSHOT, "false").lower() == "true",
+        added=added,
     )
 
 
@@ -304,15 +314,18 @@ class _Resolver:
             tuple(stats.null_counts),
         )
 
-    def data_file(self, f: DataFileModel, where: tuple[int, str, int], source: int | None) -> DataFileMeta:
+    def data_file(self, f: DataFileModel, where: Where, source: int | None) -> DataFileMeta:
         """The DataFileMeta of file `where`: (message, file list, position in it)."""
         shape = self.shape
+        # A file sent without its schemaId was written with the table's current schema, never schema 0:
+        # its entry would make readers read columns added since as null (file_checks checks which).
+        schema_id = shape.schema.id if f.schema_id is None else f.schema_id
         if (
             not f.file_name.endswith(DATA_FILE_SUFFIXES)
             or f.min_sequence_number > f.max_sequence_number
             or f.delete_row_count > f.row_count
             or f.level > shape.max_level
-            or f.schema_id > shape.schema.id
+            or schema_id > shape.schema.id
         ):
             self._refuse(f, _file_path(where))
         if f.extra_files:
@@ -337,7 +350,7 @@ class _Resolver:
             value_stats=SimpleStats.EMPTY,
             min_sequence_number=f.min_sequence_number,
             max_sequence_number=f.max_sequence_number,
-            schema_id=f.schema_id,
+            schema_id=schema_id,
             level=f.level,
             extra_files=tuple(f.extra_files),
             creation_time=f.creation_time if f.creation_time is not None else self.now_millis,
@@ -363,7 +376,7 @@ class _Resolver:
             raise InvalidRequest(
                 f"level {f.level} is above the table's top level {shape.max_level}", field=f"{path}.level"
             )
-        if f.schema_id > shape.schema.id:
+        if f.schema_id is not None and f.schema_id > shape.schema.id:
             raise InvalidRequest(
                 f"schema {f.schema_id} does not exist (latest is {shape.schema.id})", field=f"{path}.schemaId"
             )
@@ -373,9 +386,3 @@ class _Resolver:
         for j, extra in enumerate(extra_files):
             if "/" in extra or extra.startswith(".") or not extra:
                 raise InvalidRequest("extra file names must be bare names", field=f"{path}.extraFiles[{j}]")
-
-
-def _file_path(where: tuple[int, str, int]) -> str:
-    """The field path of a file, spelled only when it is needed: a big commit has tens of thousands."""
-    message, name, position = where
-    return f"messages[{message}].{name}[{position}]"
