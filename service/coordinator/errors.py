@@ -18,6 +18,9 @@ CoordinatorError                 500  (never raised for a known condition)
 ├── ConsumerNotFound             404
 ├── DatabaseNotFound             404
 ├── CatalogNotFound              404  a REST catalog client asked for a warehouse this service is not
+├── LockNotFound                 404  a forced release of a lock nobody holds
+├── RouteNotFound                404  no route has this path
+├── MethodNotAllowed             405  the path has routes, none for this method (+ Allow)
 ├── TableAlreadyExists           409
 ├── LocationInUse                409  the location is, encloses or lies inside another table's folder
 ├── PurgeRefused                 409  purge asked for a table whose files the coordinator did not make
@@ -139,6 +142,31 @@ class ConsumerNotFound(CoordinatorError):
 class DatabaseNotFound(CoordinatorError):
     status_code = 404
     code = "DATABASE_NOT_FOUND"
+
+
+class LockNotFound(CoordinatorError):
+    """Nobody holds the lock a forced release names: there was nothing to release, nothing changed."""
+
+    status_code = 404
+    code = "LOCK_NOT_FOUND"
+
+
+class RouteNotFound(CoordinatorError):
+    """No route of the service has the request's path."""
+
+    status_code = 404
+    code = "NOT_FOUND"
+
+
+class MethodNotAllowed(CoordinatorError):
+    """The path has routes, but none for the request's method; `allowed` goes out as the Allow header."""
+
+    status_code = 405
+    code = "METHOD_NOT_ALLOWED"
+
+    def __init__(self, message: str, *, allowed: list[str]) -> None:
+        super().__init__(message)
+        self.allowed = allowed
 
 
 class CatalogNotFound(CoordinatorError):

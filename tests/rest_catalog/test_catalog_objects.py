@@ -177,9 +177,12 @@ def test_what_is_not_served_answers_501(live_server: LiveServer, http: httpx.Cli
         ("GET", f"{P}/databases/db/tables/t%24branch_b1"),
         ("POST", f"{P}/databases/db/tables/t%24branch_b1/commit"),
         ("GET", f"{P}/databases/db/tables/t%24snapshots/snapshot"),
-        ("PUT", f"{P}/databases/db"),
     ]:
         error(http.request(method, path, headers=AUTH, json={}), 501)
+    # A method the protocol does not define is no endpoint to build: 405, as on the native API.
+    wrong = http.request("PUT", f"{P}/databases/db", headers=AUTH, json={})
+    error(wrong, 405)
+    assert wrong.headers["Allow"] == "DELETE, GET, POST"
     assert [t["id"] for t in http.get("/tables").json()["tables"]] == ["db.t"]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, status
 
 from coordinator.api.auth import Admin, TableWriter, reader
+from coordinator.api.bodies import NoBody, SetOptionsBody
 from coordinator.api.deps import LockThreadsDep, ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, responses
 from coordinator.api.params import RefName, TableId
@@ -36,7 +37,6 @@ from coordinator_client.models import (
     RollbackRequest,
     RollbackResponse,
     SetConsumerRequest,
-    SetOptionsRequest,
     TableResponse,
     TagListResponse,
     TagModel,
@@ -52,7 +52,7 @@ _LOCKED = responses(TableNotFound, CommitConflict, LockUnavailable)
 
 @router.patch("/options", responses={**_LOCKED, **responses(InvalidRequest)})
 async def set_options(
-    table_id: TableId, body: SetOptionsRequest, services: ServicesDep, threads: LockThreadsDep, caller: Admin
+    table_id: TableId, body: SetOptionsBody, services: ServicesDep, threads: LockThreadsDep, caller: Admin
 ) -> TableResponse:
     """Set and remove table options (e.g. the snapshot retention ones); writes the next schema version."""
     table = await threads.run(services.maintenance.set_options, table_id, body, actor=caller.name)
@@ -69,9 +69,9 @@ async def alter_table(
     return table_response(await threads.run(services.tables.entry, table.id))
 
 
-@router.post("/expire", responses=_LOCKED)
+@router.post("/expire", responses={**_LOCKED, **responses(InvalidRequest)})
 async def expire(
-    table_id: TableId, services: ServicesDep, threads: LockThreadsDep, caller: Admin
+    table_id: TableId, services: ServicesDep, threads: LockThreadsDep, caller: Admin, body: NoBody = None
 ) -> ExpireResponse:
     """Expire snapshots as the table's retention options allow, in batches of snapshot.expire.limit."""
     return await threads.run(services.maintenance.expire, table_id, actor=caller.name)

@@ -7,10 +7,12 @@ from collections.abc import Callable
 from fastapi import APIRouter, Depends, Response
 
 from coordinator.api.auth import Admin, reader, table_writer
+from coordinator.api.bodies import NoBody
 from coordinator.api.deps import ServicesDep
-from coordinator.api.errors import AUTH_ERRORS
+from coordinator.api.errors import AUTH_ERRORS, responses
 from coordinator.api.params import DEFAULT_PAGE, LockId, PageLimit, TableFilter, TableId
 from coordinator.db import repositories as repo
+from coordinator.errors import InvalidRequest, LockNotFound
 from coordinator.services import Services
 from coordinator_client.models import (
     AuditListResponse,
@@ -81,10 +83,13 @@ def locks(services: ServicesDep) -> LockListResponse:
     return services.operations.locks()
 
 
-@router.post("/locks/{lock_id}/release", responses=AUTH_ERRORS)
-def release_lock(lock_id: LockId, services: ServicesDep, admin: Admin) -> ReleaseLockResponse:
+@router.post("/locks/{lock_id}/release", responses={**AUTH_ERRORS, **responses(LockNotFound, InvalidRequest)})
+def release_lock(
+    lock_id: LockId, services: ServicesDep, admin: Admin, body: NoBody = None
+) -> ReleaseLockResponse:
     """Force-release a stuck lock (admin). The epoch moves on, so the old holder's commit is rejected
-    with LOCK_LOST and nothing of it becomes visible. Recorded in the audit log."""
+    with LOCK_LOST and nothing of it becomes visible. Recorded in the audit log. A lock nobody holds
+    is 404 LOCK_NOT_FOUND, and nothing is recorded."""
     return services.operations.force_release(lock_id, actor=admin.name)
 
 

@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 from coordinator.access.audit import AuditLog
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
+from coordinator.errors import LockNotFound
 from coordinator.locks.base import LockBackend
 from coordinator.observability.metrics import Metrics
 from coordinator.usecases.commits import Committer
@@ -79,12 +80,17 @@ class Operations:
 
     def force_release(self, lock_id: str, *, actor: str) -> ReleaseLockResponse:
         """Release whoever holds `lock_id`. Its holder is fenced: its commit point fails with LOCK_LOST
-        and nothing it wrote becomes visible. Audited, also when the lock was free."""
+        and nothing it wrote becomes visible. Audited.
+
+        Raises:
+            LockNotFound: nobody holds the lock (free, expired, or never taken); nothing was done, so
+                nothing is audited.
+        """
         released = self._locks.force_release(lock_id)
-        details = None if released is None else {"owner": released.owner, "epoch": released.epoch}
-        self._audit.record(actor, "force-release-lock", lock_id, {"released": details})
         if released is None:
-            return ReleaseLockResponse(lock_id=lock_id, released=False)
+            raise LockNotFound(f"nobody holds the lock {lock_id}: there is nothing to release")
+        details = {"owner": released.owner, "epoch": released.epoch}
+        self._audit.record(actor, "force-release-lock", lock_id, {"released": details})
         self._metrics.forced_releases.inc()
         log.warning(
             "lock force-released",

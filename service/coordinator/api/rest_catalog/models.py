@@ -22,6 +22,10 @@ ResourceType = Literal[
 ]  # fmt: skip
 
 
+Text = Annotated[str, Field(pattern=r"^[^\x00]*$")]
+"""A string of a request: PostgreSQL stores no NUL in text or JSONB (a NUL reaching it was a 500)."""
+
+
 class _Body(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
 
@@ -41,13 +45,13 @@ class ConfigResponse(_Body):
 
 
 class CreateDatabaseRequest(_Body):
-    name: str
-    options: dict[str, str] | None = None
+    name: Text
+    options: dict[Text, Text] | None = None
 
 
 class AlterDatabaseRequest(_Body):
-    removals: list[str] = Field(default_factory=list)
-    updates: dict[str, str] = Field(default_factory=dict)
+    removals: list[Text] = Field(default_factory=list)
+    updates: dict[Text, Text] = Field(default_factory=dict)
 
 
 class AlterDatabaseResponse(_Body):
@@ -77,23 +81,23 @@ class GetDatabaseResponse(_Audited):
 
 
 class Identifier(_Body):
-    database: str
-    object: str
+    database: Text
+    object: Text
 
 
 class DataField(_Body):
     id: int | None = None
-    name: str
-    type: str | dict[str, object] = Field(description="a Paimon type string; nested types are objects")
-    description: str | None = None
+    name: Text
+    type: Text | dict[str, object] = Field(description="a Paimon type string; nested types are objects")
+    description: Text | None = None
 
 
 class RestSchema(_Body):
     fields: list[DataField]
-    partition_keys: list[str] = Field(default_factory=list)
-    primary_keys: list[str] = Field(default_factory=list)
-    options: dict[str, str] = Field(default_factory=dict)
-    comment: str | None = None
+    partition_keys: list[Text] = Field(default_factory=list)
+    primary_keys: list[Text] = Field(default_factory=list)
+    options: dict[Text, Text] = Field(default_factory=dict)
+    comment: Text | None = None
 
 
 class CreateTableRequest(_Body):
@@ -141,8 +145,8 @@ class ListSnapshotsResponse(_Body):
 
 
 class CommitTableRequest(_Body):
-    table_id: str = Field(min_length=1, max_length=64, description="the table's uuid (GetTableResponse.id)")
-    base_snapshot_uuid: str | None = Field(default=None, max_length=64)
+    table_id: Text = Field(min_length=1, max_length=64, description="the table's uuid (GetTableResponse.id)")
+    base_snapshot_uuid: Text | None = Field(default=None, max_length=64)
     snapshot: SnapshotJson
     statistics: list[dict[str, object]] = Field(default_factory=list)
 
@@ -158,7 +162,7 @@ class SnapshotInstant(_Body):
 
 class TagInstant(_Body):
     type: Literal["tag"]
-    tag_name: str = Field(min_length=1)
+    tag_name: Text = Field(min_length=1)
 
 
 class RollbackTableRequest(_Body):
@@ -172,9 +176,9 @@ class GetTableTokenResponse(_Body):
 
 
 class CreateTagRequest(_Body):
-    tag_name: str = Field(min_length=1)
+    tag_name: Text = Field(min_length=1)
     snapshot_id: int | None = Field(default=None, ge=1, le=INT64_MAX)
-    time_retained: str | None = None
+    time_retained: Text | None = None
     ignore_if_exists: bool = False
 
 
