@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import Body
 from pydantic import BaseModel, ConfigDict, Field
 
-from coordinator_client.models import SetOptionsRequest
+from coordinator_client.models import SetOptionsRequest as WireSetOptions
 from coordinator_client.models._schema_changes import OptionKey, OptionValue
 
 
@@ -30,10 +30,11 @@ NoBody = Annotated[
 one is refused, not ignored."""
 
 
-class SetOptionsBody(SetOptionsRequest):
-    """SetOptionsRequest with the bounds of Paimon's setOption/removeOption keys and values (non-empty
-    keys of at most 256 characters, no NUL), so a key no schema change can carry is a 422 naming it
-    before the table is held, not an error of the schema change built from it."""
+# Named as the wire model it narrows, so the OpenAPI document keeps the name clients know.
+class SetOptionsRequest(WireSetOptions):
+    """PATCH /tables/{id}/options: options to set and option keys to remove (a new schema version).
+    Keys are Paimon's option keys (1 to 256 characters, no NUL), values at most 65,536 characters: a key
+    no schema change can carry is refused here, naming it, before the table is held."""
 
     set: dict[OptionKey, OptionValue] = Field(default_factory=dict)
     remove: list[OptionKey] = Field(default_factory=list)

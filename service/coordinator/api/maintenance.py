@@ -10,7 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, status
 
 from coordinator.api.auth import Admin, TableWriter, reader
-from coordinator.api.bodies import NoBody, SetOptionsBody
+from coordinator.api.bodies import NoBody, SetOptionsRequest
 from coordinator.api.deps import LockThreadsDep, ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, responses
 from coordinator.api.params import RefName, TableId
@@ -52,7 +52,7 @@ _LOCKED = responses(TableNotFound, CommitConflict, LockUnavailable)
 
 @router.patch("/options", responses={**_LOCKED, **responses(InvalidRequest)})
 async def set_options(
-    table_id: TableId, body: SetOptionsBody, services: ServicesDep, threads: LockThreadsDep, caller: Admin
+    table_id: TableId, body: SetOptionsRequest, services: ServicesDep, threads: LockThreadsDep, caller: Admin
 ) -> TableResponse:
     """Set and remove table options (e.g. the snapshot retention ones); writes the next schema version."""
     table = await threads.run(services.maintenance.set_options, table_id, body, actor=caller.name)
