@@ -26,7 +26,6 @@ from sqlalchemy.exc import IntegrityError
 
 from coordinator.clock import Clock
 from coordinator.db import repositories as repo
-from coordinator.db.engine import read_only
 from coordinator.db.repositories import live_files
 from coordinator.domain.committable import ResolvedCommittable
 from coordinator.domain.conflicts import Conflict
@@ -59,7 +58,7 @@ from coordinator.usecases.file_checks import FileChecks
 from coordinator.usecases.member_decision import Decider, decide_member
 from coordinator.usecases.publication import Publication
 from coordinator.usecases.reapplication import reapplying
-from coordinator.usecases.resends import relation_to_record
+from coordinator.usecases.resends import relation_to_record, standing_commit
 from coordinator.usecases.table_hold import Hold, TableHolds
 from coordinator.usecases.table_state import TableState, TableStates
 from coordinator.usecases.tables import Table, Tables
@@ -204,12 +203,7 @@ class Transactions:
         try:
             self._file_checks.verify(part.table, part.member.resolved)
         except DataFileMissing as missing:
-            resolved = part.member.resolved
-            with read_only(self._engine) as conn:
-                stored = repo.find_committed(
-                    conn, part.table.id, resolved.commit_user, resolved.identifier, resolved.digest
-                )
-            if stored is None or relation_to_record(stored, resolved, None) != "resend":
+            if standing_commit(self._engine, part.table.id, part.member.resolved) is None:
                 raise placed_file(missing, part.index) from None
 
     def _decide_all(self, parts: list[TransactionPart], hold: Hold) -> TransactionResponse:
