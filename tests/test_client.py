@@ -686,10 +686,10 @@ async def test_errors_map_to_the_tree(mode: str) -> None:
     assert gateway.value.code == "HTTP_502"
     assert "bad gateway" in gateway.value.message
     assert gateway.value.body is None
-    network = Network(_error(405, "METHOD_NOT_ALLOWED"))
+    network = Network(_error(418, "TEAPOT"))
     with pytest.raises(ApiError) as unknown:
         await _call(mode, network, "get_table", "db.t")
-    assert (unknown.value.code, unknown.value.message) == ("METHOD_NOT_ALLOWED", "method_not_allowed")
+    assert (unknown.value.code, unknown.value.message) == ("TEAPOT", "teapot")
     assert unknown.value.body is None  # not a code of the contract: no ErrorResponse, but its own code
 
 
