@@ -7,11 +7,12 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from coordinator.access.audit import AuditLog
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
+from coordinator.db.repositories.transaction_history import committed_rows_of
 from coordinator.errors import LockNotFound
 from coordinator.locks.base import LockBackend
 from coordinator.observability.metrics import Metrics
@@ -102,11 +103,13 @@ class Operations:
         """Commits in flight in this instance, and the latest recorded ones of every instance."""
         with read_only(self._engine) as conn:
             stored = repo.list_commits(conn, table_id, limit)
+            if table_id is not None:
+                stored += _other_parts(conn, stored)
         in_flight = [c for c in self._committer.in_flight() if table_id is None or c.table_id == table_id]
-        return CommitsOverviewResponse(
-            in_flight=in_flight,
-            recent=one_entry_per_transaction([commit_record(c) for c in stored]),
-        )
+        records = one_entry_per_transaction([commit_record(c) for c in stored])
+        if table_id is not None:
+            records = [r for r in records if r.table_id == table_id]  # not the other parts themselves
+        return CommitsOverviewResponse(in_flight=in_flight, recent=records)
 
     def audit(self, *, limit: int) -> AuditListResponse:
         return AuditListResponse(
@@ -119,24 +122,65 @@ class Operations:
         )
 
 
+def _other_parts(conn: Connection, stored: list[repo.StoredCommit]) -> list[repo.StoredCommit]:
+    """For a history of one table: the rows the listed transactions recorded for their other tables,
+    so that each entry lists every table's snapshots (one_entry_per_transaction picks each one's)."""
+    asked: set[tuple[str, int, tuple[str, ...]]] = set()
+    found: dict[int, repo.StoredCommit] = {}
+    for row in stored:
+        tables = (row.details or {}).get("transaction")
+        if row.outcome != "committed" or not isinstance(tables, list):
+            continue
+        key = (row.commit_user, row.identifier, tuple(str(t) for t in tables))
+        if key in asked:
+            continue
+        asked.add(key)
+        others = [t for t in key[2] if t != row.table_id]
+        for part in committed_rows_of(conn, others, row.commit_user, row.identifier):
+            if (part.details or {}).get("transaction") == tables:
+                found[part.id] = part
+    # After the page's own rows, so a transaction's entry stands where its row of this table stood.
+    return sorted(found.values(), key=lambda r: r.id, reverse=True)
+
+
 def one_entry_per_transaction(records: list[CommitRecordModel]) -> list[CommitRecordModel]:
-    """The rows of one multi-table transaction (one per table) as one entry, where its newest row stood,
-    listing each table's snapshots."""
+    """The rows of one multi-table transaction (one per table) as one entry, where its first listed row
+    stood, listing each table's snapshots. A commit user's transactions under the batch identifier share
+    their name; each takes, per table, the row recorded nearest in time to its own (one commit point)."""
     parts: dict[tuple[str, int, tuple[str, ...]], list[CommitRecordModel]] = {}
     for record in records:
-        tables = (record.details or {}).get("transaction")
-        if record.outcome == "committed" and isinstance(tables, list):
-            parts.setdefault((record.commit_user, record.identifier, tuple(tables)), []).append(record)
+        tables = _transaction_tables(record)
+        if tables is not None:
+            parts.setdefault((record.commit_user, record.identifier, tables), []).append(record)
+    shown: set[int] = set()
     entries = []
     for record in records:
-        tables = (record.details or {}).get("transaction")
-        if record.outcome != "committed" or not isinstance(tables, list):
+        tables = _transaction_tables(record)
+        if tables is None:
             entries.append(record)
             continue
-        rows = parts.pop((record.commit_user, record.identifier, tuple(tables)), None)
-        if rows is None:
-            continue  # a later row of a transaction already listed
-        by_table = {r.table_id: r.snapshots for r in rows}
-        listed = [TableSnapshots(table=t, snapshots=by_table.get(t, [])) for t in tables]
+        if record.id in shown:
+            continue  # a part of a transaction already listed
+        chosen = {record.table_id: record}
+        for part in parts[(record.commit_user, record.identifier, tables)]:
+            best = chosen.get(part.table_id)
+            if part.id not in shown and (best is None or _apart(part, record) < _apart(best, record)):
+                chosen[part.table_id] = part
+        shown.update(r.id for r in chosen.values())
+        listed = [
+            TableSnapshots(table=t, snapshots=chosen[t].snapshots if t in chosen else []) for t in tables
+        ]
         entries.append(record.model_copy(update={"transaction": listed}))
     return entries
+
+
+def _transaction_tables(record: CommitRecordModel) -> tuple[str, ...] | None:
+    """The tables of the committed transaction `record` is a part of; None for any other row."""
+    tables = (record.details or {}).get("transaction")
+    if record.outcome != "committed" or not isinstance(tables, list):
+        return None
+    return tuple(str(t) for t in tables)
+
+
+def _apart(a: CommitRecordModel, b: CommitRecordModel) -> float:
+    return abs(a.created_at - b.created_at)
