@@ -220,7 +220,9 @@ class Tables:
         key = location_key(location)
         self._check_location_free(location, key, field=None)
         layout = TableLayout(location)
-        if self._fileio.list_names(layout.schema_dir):
+        # A schema file is what makes a folder a table: not the names of whatever else is listed there
+        # (directory entries an object store keeps after a purge, a writer's temporary file).
+        if latest_schema_id(self._fileio, layout) is not None:
             raise TableAlreadyExists(
                 f'{location} already holds a Paimon table; register it with "location" instead'
             )
