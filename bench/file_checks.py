@@ -9,6 +9,8 @@ on loopback, tests/seaweed.py), with the service's own FileIO, in one process:
 
 - size-only: the check as it was before issue 28, measured in the same run: the size of every file
   (os.stat on local disk in turn; S3 HEAD, 32 at a time), nothing read;
+- reads only: the ranged read of every file's end the check makes, as many at a time as it makes them,
+  nothing parsed: on a store where a GET costs more than a HEAD, the floor of any footer check;
 - check: `FileChecks.verify` of the code under test;
 - commit: the whole commit of `--files` files through the service's use case, `--commits` times with
   the size-only check put in the committer's place and as many times with its own, alternating, each on
@@ -49,8 +51,9 @@ from bench.suite import revision, revision_text
 from coordinator.domain.committable import ResolvedCommittable, resolve_committable
 from coordinator.services import Services
 from coordinator.settings import Settings
+from coordinator.storage.data_footers import read_end
 from coordinator.storage.fileio import FileIO, LocalFileIO
-from coordinator.usecases.file_checks import FileChecks
+from coordinator.usecases.file_checks import CONCURRENT_CHECKS, FileChecks
 from coordinator.usecases.tables import Table
 from coordinator_client.format.manifest_model import FileKind
 from coordinator_client.format.partition_path import bucket_dir
@@ -97,19 +100,21 @@ def measure(store: str, warehouse: str, db: Path, files: int, rounds: int, commi
         resolved = resolve_committable(request, table.shape, now_millis=int(time.time() * 1000))
         checks = FileChecks(services.fileio)
         sizes = SizeOnlyChecks(services.fileio)
-        runs: dict[str, list[tuple[float, float]]] = {"size-only": [], "check": []}
+        reads = ReadsOnly(services.fileio)
+        runs: dict[str, list[tuple[float, float]]] = {"size-only": [], "reads only": [], "check": []}
         try:
             for _ in range(rounds):
-                for name, checker in (("size-only", sizes), ("check", checks)):
+                for name, checker in (("size-only", sizes), ("reads only", reads), ("check", checks)):
                     runs[name].append(timed(lambda checker=checker: checker.verify(table, resolved)))
             whole = whole_commits(services, sizes, files, commits)
         finally:
             checks.close()
             sizes.close()
+            reads.close()
     finally:
         services.close()
     out: dict[str, Any] = {"runs": runs, "commits": whole}
-    for name in ("size-only", "check"):
+    for name in ("size-only", "reads only", "check"):
         out[name] = {
             "wall_s": statistics.median(w for w, _ in runs[name]),
             "cpu_s": statistics.median(c for _, c in runs[name]),
@@ -119,12 +124,13 @@ def measure(store: str, warehouse: str, db: Path, files: int, rounds: int, commi
             "total_s": statistics.median(c["total_ms"] / 1000 for c in whole[name]),
             "validate_s": statistics.median(c["validate_ms"] / 1000 for c in whole[name]),
         }
-    before, after = out["size-only"], out["check"]
+    before, floor, after = out["size-only"], out["reads only"], out["check"]
     commit_before, commit_after = out["commit size-only"], out["commit check"]
     print(
         f"{store:>5}: check {after['wall_s']:.3f} s wall / {after['cpu_s']:.3f} s CPU beside size-only "
         f"{before['wall_s']:.3f} s / {before['cpu_s']:.3f} s: ratio {after['wall_s'] / before['wall_s']:.2f}"
-        f" wall, {after['cpu_s'] / before['cpu_s']:.2f} CPU"
+        f" wall, {after['cpu_s'] / before['cpu_s']:.2f} CPU; its reads alone {floor['wall_s']:.3f} s wall "
+        f"(ratio {floor['wall_s'] / before['wall_s']:.2f})"
     )
     print(
         f"{store:>5}: whole commit {commit_after['total_s']:.2f} s (validate {commit_after['validate_s']:.2f}"
@@ -247,6 +253,37 @@ class SizeOnlyChecks:
         else:
             sizes = list(self._pool.map(self._fileio.size, paths))
         assert sizes == list(expected.values())
+
+    def close(self) -> None:
+        self._pool.shutdown()
+
+
+class ReadsOnly:
+    """The reads the check makes (read_end of each file: a ranged read of its tail), with its concurrency,
+    and nothing else."""
+
+    def __init__(self, fileio: FileIO) -> None:
+        self._fileio = fileio
+        self._in_turn = isinstance(fileio, LocalFileIO)
+        self._pool = ThreadPoolExecutor(CONCURRENT_CHECKS)
+
+    def verify(self, table: Table, resolved: ResolvedCommittable) -> None:
+        assert resolved.added is not None
+        shape, layout = table.shape, table.layout
+        entries = [a.entry for a in resolved.added]
+        paths = [
+            layout.data_file(shape.partition_dir(e.partition), bucket_dir(e.bucket), e.file.file_name)
+            for e in entries
+        ]
+
+        def read(path: str) -> None:
+            assert read_end(self._fileio, path, "parquet") is not None
+
+        if self._in_turn:
+            for path in paths:
+                read(path)
+        else:
+            list(self._pool.map(read, paths))
 
     def close(self) -> None:
         self._pool.shutdown()
