@@ -58,8 +58,9 @@ def database_url(database: str, root: Path) -> Iterator[str]:
 
 
 def template_file(root: Path) -> tuple[Path, dict[str, Any]]:
-    """One real 10-row parquet file; every table's commit names a hard link to it (the service never
-    opens data files at commit time, so this costs the commit nothing distinct files would not)."""
+    """One real 10-row parquet file; every table's commit names a hard link to it (the service reads
+    each file's footer at commit time, and a link's is that of a real file of what it claims, so this
+    costs the commit what distinct files would)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
