@@ -3,6 +3,7 @@ option changes, expiration after commits, and rejected requests that change noth
 
 from __future__ import annotations
 
+import io
 import os
 import time
 import uuid
@@ -10,6 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from fastapi.testclient import TestClient
 
@@ -128,14 +131,17 @@ def test_expiring_ten_thousand_snapshots_takes_bounded_batches_and_lets_a_commit
     services: Services, api: TestClient, warehouse: Path
 ) -> None:
     table = create_table(api, "maint", "busy", {"id": "BIGINT"})
+    # Only the snapshots matter here: every file holds the same one row, written once (the commit reads
+    # each file's footer); the overwrite below replaces them before anything reads them.
+    sink = io.BytesIO()
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), sink)
+    one_row = sink.getvalue()
 
     def commit_many(worker: int, count: int) -> None:
         for i in range(count):
-            # Only the snapshots matter here: each file is ten bytes, not Parquet (the commit checks only
-            # that it is there, of its size); the overwrite below replaces them before anything reads.
-            meta = {"fileName": f"data-{uuid.uuid4()}-0.parquet", "fileSize": 10, "rowCount": 1}
+            meta = {"fileName": f"data-{uuid.uuid4()}-0.parquet", "fileSize": len(one_row), "rowCount": 1}
             (table.path / "bucket-0").mkdir(exist_ok=True)
-            (table.path / "bucket-0" / meta["fileName"]).write_bytes(b"0123456789")
+            (table.path / "bucket-0" / meta["fileName"]).write_bytes(one_row)
             message = {"bucket": 0, "newFiles": [meta]}
             request = {"commitUser": f"w{worker}", "identifier": i, "messages": [message]}
             services.committer.commit(table.id, CommitRequest.model_validate(request))
