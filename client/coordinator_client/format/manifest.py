@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final, TypeVar, cast
 
@@ -358,12 +358,21 @@ def _records(data: bytes, what: str) -> Iterator[Mapping[str, Any]]:
         raise ValueError(f"corrupt {what}: {exc}") from exc
 
 
+def _decoded(make: Callable[[Mapping[str, Any]], _T], data: bytes, what: str) -> Iterator[_T]:
+    """`make` of each record; a record that lacks a field, or whose writer schema gives a field another
+    type (a string where Paimon has a record), is not a Paimon record: a ValueError, as corrupt bytes are."""
+    try:
+        for record in _records(data, what):
+            yield make(record)
+    except KeyError as exc:
+        raise ValueError(f"{what} record lacks required field {exc.args[0]}") from exc
+    except (TypeError, AttributeError, IndexError) as exc:
+        raise ValueError(f"malformed {what} record: {exc}") from exc
+
+
 def decode_manifest(data: bytes) -> list[ManifestEntry]:
     """Parse the bytes of an Avro manifest file into its entries."""
-    try:
-        return [_entry_from(r) for r in _records(data, "manifest file")]
-    except KeyError as exc:
-        raise ValueError(f"manifest entry lacks required field {exc.args[0]}") from exc
+    return list(_decoded(_entry_from, data, "manifest file"))
 
 
 def decode_entry(data: bytes) -> ManifestEntry:
@@ -374,16 +383,9 @@ def decode_entry(data: bytes) -> ManifestEntry:
 
 def iter_manifest(data: bytes) -> Iterator[ManifestEntry]:
     """The entries of an Avro manifest file one by one, as `decode_manifest` but without the list."""
-    try:
-        for record in _records(data, "manifest file"):
-            yield _entry_from(record)
-    except KeyError as exc:
-        raise ValueError(f"manifest entry lacks required field {exc.args[0]}") from exc
+    return _decoded(_entry_from, data, "manifest file")
 
 
 def decode_manifest_list(data: bytes) -> list[ManifestFileMeta]:
     """Parse the bytes of an Avro manifest-list file into its manifest file metas."""
-    try:
-        return [_meta_from(r) for r in _records(data, "manifest list")]
-    except KeyError as exc:
-        raise ValueError(f"manifest-list record lacks required field {exc.args[0]}") from exc
+    return list(_decoded(_meta_from, data, "manifest list"))
