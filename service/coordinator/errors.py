@@ -264,3 +264,9 @@ class StorageUnavailable(Unavailable):
     """The warehouse's store could not be read or written (unreachable, failing, throttling)."""
 
     code = "STORAGE_UNAVAILABLE"
+
+
+class PathOutsideTable(InvalidRequest):
+    """A path a writer sent, or one the coordinator was about to delete, does not stay inside its table
+    (a name that is not bare, an external path outside the table's external roots; domain/table_paths).
+    422 INVALID_REQUEST naming the entry; nothing was written or deleted, and the refusal is audited."""
