@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from coordinator.domain.live_files import merge_entries
 from coordinator.domain.manifest_merge import MergeOptions
+from coordinator.domain.table_paths import check_name
 from coordinator.domain.table_schema import TableShape
 from coordinator.storage.fileio import FileIO
 from coordinator.storage.layout import TableLayout
@@ -119,7 +120,7 @@ class ManifestStore:
         """The entries of a manifest; small ones are cached, as the next merges read them again."""
         cached = self._entries.get(meta.file_name)
         if cached is None:
-            cached = decode_manifest(self._fileio.read(self._layout.manifest(meta.file_name)))
+            cached = decode_manifest(self.read_bytes(meta.file_name))
             self._cache(meta.file_name, meta.file_size, cached)
         return cached
 
@@ -146,7 +147,7 @@ class ManifestStore:
         """Manifests of ADDs merged by copying their Avro blocks, none of their entries decoded: the
         minor merge of an append-only tail costs I/O, not a decode and encode of every entry. None when
         a manifest's schema or statistics are not ours to copy."""
-        files = [self._fileio.read(self._layout.manifest(m.file_name)) for m in group]
+        files = [self.read_bytes(m.file_name) for m in group]
         data = concatenate_manifests(files)
         if data is None:
             return None
@@ -162,13 +163,13 @@ class ManifestStore:
             )
         except (ValueError, IndexError, struct.error):
             return None
-        self._fileio.write_unique(self._layout.manifest(meta.file_name), data)
+        self._fileio.write_unique(self._path(meta.file_name), data)
         self.written.append(meta.file_name)
         return [meta]
 
     def _write_one(self, entries: list[ManifestEntry], data: bytes) -> ManifestFileMeta:
         name = self._next_name("manifest")
-        self._fileio.write_unique(self._layout.manifest(name), data)
+        self._fileio.write_unique(self._path(name), data)
         self.written.append(name)
         self._cache(name, len(data), entries)
         return manifest_file_meta(
@@ -183,7 +184,7 @@ class ManifestStore:
         """Write a manifest list; returns its name and size."""
         name = self._next_name("manifest-list")
         data = encode_manifest_list(metas)
-        self._fileio.write_unique(self._layout.manifest(name), data)
+        self._fileio.write_unique(self._path(name), data)
         self.written.append(name)
         return name, len(data)
 
@@ -191,8 +192,20 @@ class ManifestStore:
         """A manifest list, cached until the next `retain`: lists are immutable too."""
         cached = self._lists.get(name)
         if cached is None:
-            cached = self._lists[name] = decode_manifest_list(self._fileio.read(self._layout.manifest(name)))
+            cached = self._lists[name] = decode_manifest_list(self.read_bytes(name))
         return cached
+
+    def read_bytes(self, name: str) -> bytes:
+        """The bytes of a file of `manifest/` (a manifest, a manifest list, an index manifest)."""
+        return self._fileio.read(self._path(name))
+
+    def published(self, snapshot_id: int) -> Snapshot | None:
+        """Snapshot `snapshot_id` as its file on storage has it; None when there is none (or it does not
+        parse): what a proposal says it builds on is compared against it."""
+        try:
+            return Snapshot.from_json(self._fileio.read(self._layout.snapshot(snapshot_id)))
+        except (FileNotFoundError, ValueError):
+            return None
 
     def checkpoint(self) -> int:
         """A mark for `discard_since`: one committable of a group can be undone without the others."""
@@ -201,10 +214,19 @@ class ManifestStore:
     def discard_since(self, mark: int = 0) -> None:
         """Delete what was written after `mark`: a rejected commit leaves no manifests behind."""
         for name in self.written[mark:]:
-            self._fileio.delete(self._layout.manifest(name))
+            self._fileio.delete(self._path(name))
             self._forget(name)
             self._lists.pop(name, None)
         del self.written[mark:]
+
+    def _path(self, name: str) -> str:
+        """Where the file `name` of `manifest/` is. Every read, write and delete goes through here, so a
+        name that is not bare (domain/table_paths) never reaches the store, whoever wrote it.
+
+        Raises:
+            PathOutsideTable.
+        """
+        return self._layout.manifest(check_name(name, "manifest", "manifest"))
 
     def keep_written(self) -> None:
         self.written = []

@@ -3,19 +3,25 @@
 In Paimon's REST protocol the client writes its data files, manifests and both manifest lists, then
 POSTs the finished snapshot with the uuid of the snapshot it built on. Here that proposal is read and
 validated before the table lock is taken (every rejection names its field, nothing is written): the
-snapshot parses, belongs to this table, names a schema the table has and manifest lists that are on
-storage. Its delta manifests become the entries the commit pipeline checks against the live files, as a
-native committable's messages do, so one pipeline decides both (see commits and snapshot_acceptance).
+snapshot parses, belongs to this table, names a schema the table has, and every file it names is on
+storage, fits the table and stays inside it (proposal_files; a path that leaves the table is also
+audited, see path_refusals). Its delta manifests become the entries the commit pipeline checks against
+the live files, as a native committable's messages do, so one pipeline decides both (see commits and
+snapshot_acceptance).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 
 from coordinator.domain.committable import ResolvedCommittable
-from coordinator.errors import InvalidRequest, StorageUnavailable, TableNotFound
+from coordinator.domain.proposed_entries import INT64
+from coordinator.errors import InvalidRequest, PathOutsideTable, TableNotFound
 from coordinator.usecases.manifests import ManifestStore
+from coordinator.usecases.path_refusals import log_refusal
+from coordinator.usecases.proposal_files import read_proposal_files
 from coordinator.usecases.tables import Table
 from coordinator_client.format.manifest import ManifestEntry, ManifestFileMeta
 from coordinator_client.format.snapshot import CommitKind, Snapshot
@@ -62,7 +68,9 @@ def read_proposal(
 
     Raises:
         TableNotFound: `tableId` is not this table's uuid (it was dropped and created again).
-        InvalidRequest: naming the field (`snapshot`, `snapshot.schemaId`, `snapshot.deltaManifestList`...).
+        InvalidRequest: naming the field (`snapshot`, `snapshot.schemaId`, `snapshot.deltaManifestList`,
+            `snapshot.deltaManifestList[0].entries[3].bucket`...).
+        PathOutsideTable: a name that leaves the table (`...entries[3].fileName`); logged as well.
         StorageUnavailable: the store failed while reading.
     """
     if proposal.table_uuid != table.uuid:
@@ -72,22 +80,12 @@ def read_proposal(
     except ValueError as error:
         raise InvalidRequest(f"not a Paimon snapshot: {error}", field="snapshot") from None
     _check_fields(snapshot, table)
-    base = _read_list(manifests, snapshot.base_manifest_list, "snapshot.baseManifestList")
-    delta = _read_list(manifests, snapshot.delta_manifest_list, "snapshot.deltaManifestList")
-    entries: list[ManifestEntry] = []
-    for meta in delta:
-        try:
-            entries += manifests.read(meta)
-        except FileNotFoundError:
-            raise InvalidRequest(
-                f"manifest {meta.file_name} of the delta manifest list is not on storage",
-                field="snapshot.deltaManifestList",
-            ) from None
-        except ValueError as error:
-            raise InvalidRequest(
-                f"manifest {meta.file_name} is not a Paimon manifest: {error}",
-                field="snapshot.deltaManifestList",
-            ) from None
+    try:
+        files = read_proposal_files(snapshot, proposal.base_snapshot_uuid, table, manifests)
+    except PathOutsideTable as refused:
+        log_refusal(table.id, refused, door="rest-commit", actor=snapshot.commit_user)
+        raise
+    entries = files.entries
     compact = snapshot.commit_kind == CommitKind.COMPACT
     resolved = ResolvedCommittable(
         commit_user=snapshot.commit_user,
@@ -97,7 +95,7 @@ def read_proposal(
         append=[] if compact else entries,
         compact=entries if compact else [],
     )
-    return resolved, ProposedSnapshot(snapshot, proposal.base_snapshot_uuid, base, delta, entries)
+    return resolved, ProposedSnapshot(snapshot, proposal.base_snapshot_uuid, files.base, files.delta, entries)
 
 
 def _check_fields(snapshot: Snapshot, table: Table) -> None:
@@ -109,22 +107,22 @@ def _check_fields(snapshot: Snapshot, table: Table) -> None:
             f"schema {snapshot.schema_id} does not exist; the table's latest schema is {current}",
             field="snapshot.schemaId",
         )
-    if not snapshot.commit_user or len(snapshot.commit_user) > MAX_COMMIT_USER:
+    user = snapshot.commit_user
+    if not user or len(user) > MAX_COMMIT_USER or any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in user):
         raise InvalidRequest(
-            f"commitUser must have 1 to {MAX_COMMIT_USER} characters", field="snapshot.commitUser"
+            f"commitUser must have 1 to {MAX_COMMIT_USER} characters, none of them control characters",
+            field="snapshot.commitUser",
         )
+    for f in dataclasses.fields(snapshot):
+        value = getattr(snapshot, f.name)
+        if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:  # BIGINT columns, Java's long
+            raise InvalidRequest(f"{value} does not fit a 64-bit integer", field=f"snapshot.{_camel(f.name)}")
+    if snapshot.total_record_count < 0:
+        raise InvalidRequest("totalRecordCount cannot be negative", field="snapshot.totalRecordCount")
     if snapshot.commit_kind == CommitKind.ANALYZE:
         raise InvalidRequest("ANALYZE snapshots are not committed here", field="snapshot.commitKind")
 
 
-def _read_list(manifests: ManifestStore, name: str, field: str) -> list[ManifestFileMeta]:
-    if not name or "/" in name or name.startswith("."):
-        raise InvalidRequest(f"{name!r} is not a manifest list name", field=field)
-    try:
-        return manifests.read_list(name)
-    except FileNotFoundError:
-        raise InvalidRequest(f"manifest list {name} is not on storage", field=field) from None
-    except StorageUnavailable:
-        raise
-    except ValueError as error:
-        raise InvalidRequest(f"{name} is not a Paimon manifest list: {error}", field=field) from None
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
