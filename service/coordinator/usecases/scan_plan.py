@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from coordinator.domain.manifest_pruning import manifest_may_contain
 from coordinator.domain.scan import Deletions, Position, live_adds
+from coordinator.domain.table_paths import check_name
 from coordinator.domain.table_schema import TableShape
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.tables import Table
@@ -102,12 +103,16 @@ def plan(
 
 
 def read_manifest_list(fileio: FileIO, table: Table, name: str) -> list[ManifestFileMeta]:
-    return decode_manifest_list(fileio.read(table.layout.manifest(name)))
+    """Raises: PathOutsideTable for a name that is not bare (an outside writer's): never read."""
+    return decode_manifest_list(fileio.read(table.layout.manifest(check_name(name, "manifestList"))))
 
 
 def read_manifest(fileio: FileIO, table: Table, meta: ManifestFileMeta) -> Iterator[ManifestEntry]:
-    """The entries of one manifest, decoded lazily from its bytes; nothing is cached."""
-    return iter_manifest(fileio.read(table.layout.manifest(meta.file_name)))
+    """The entries of one manifest, decoded lazily from its bytes; nothing is cached.
+
+    Raises: PathOutsideTable for a name that is not bare (an outside writer's): never read."""
+    name = check_name(meta.file_name, "manifest")
+    return iter_manifest(fileio.read(table.layout.manifest(name)))
 
 
 def _in_partition(entry: ManifestEntry, spec: Mapping[int, object], shape: TableShape) -> bool:
@@ -122,7 +127,9 @@ def live_file_model(table: Table, e: ManifestEntry) -> LiveFileModel:
         partition=shape.partition_json(e.partition),
         bucket=e.bucket,
         total_buckets=e.total_buckets,
-        path=table.layout.data_file(shape.partition_dir(e.partition), bucket_dir(e.bucket), e.file.file_name),
+        # Where readers read it: under an external root when it was written there.
+        path=e.file.external_path
+        or table.layout.data_file(shape.partition_dir(e.partition), bucket_dir(e.bucket), e.file.file_name),
         file_name=e.file.file_name,
         file_size=e.file.file_size,
         row_count=e.file.row_count,
@@ -141,8 +148,8 @@ def live_file_model(table: Table, e: ManifestEntry) -> LiveFileModel:
 
 
 def _key_stats(shape: TableShape, stats: SimpleStats) -> KeyStatsModel | None:
-    """Key statistics as JSON values; append tables (no key) have none."""
-    if not shape.key_types:
+    """Key statistics as JSON values; append tables (no key) have none, nor files without them."""
+    if not shape.key_types or stats == SimpleStats.EMPTY:
         return None
     return KeyStatsModel(
         min_values=shape.key_json(stats.min_values),

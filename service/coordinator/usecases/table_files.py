@@ -57,7 +57,14 @@ class TableFiles:
         layout, shape = self._table.layout, self._table.shape
         out = set()
         for e in entries:
-            directory = layout.data_file(shape.partition_dir(e.partition), bucket_dir(e.bucket), "")
-            out.add(directory + e.file.file_name)
+            external = e.file.external_path
+            if external:
+                # Written under an external root, not in its bucket's folder; Paimon puts the extra
+                # files beside the data file (DataFilePathFactory.toAlignedPath).
+                directory = external[: external.rfind("/") + 1]
+                out.add(external)
+            else:
+                directory = layout.data_file(shape.partition_dir(e.partition), bucket_dir(e.bucket), "")
+                out.add(directory + e.file.file_name)
             out.update(directory + extra for extra in e.file.extra_files)
         return out

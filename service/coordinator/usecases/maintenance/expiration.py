@@ -152,7 +152,8 @@ class Expiration:
         while True:
             with actions.hold(table) as hold:
                 table = actions.tables.refresh(table_id)
-                batch = self._expire_batch(table, hold, actor)
+                with actions.audited(hold, table, actor=actor, action="expire"):
+                    batch = self._expire_batch(table, hold, actor)
             expired += batch.snapshots
             consumers += batch.consumers
             deleted.add(batch.deleted)
@@ -217,11 +218,11 @@ class Expiration:
             changelog=set().union(*(files.changelog_paths(s) for s in expired)),
             manifests=set().union(*(files.manifest_paths(s) for s in expired)),
         )
-        gone = only_removed(removed, keep)
+        gone = actions.deletable(table, only_removed(removed, keep))
         deleted = Deleted(
-            data_files=actions.delete(gone.data),
-            changelog_files=actions.delete(gone.changelog),
-            manifests=actions.delete(gone.manifests),
+            data_files=actions.delete(table, gone.data),
+            changelog_files=actions.delete(table, gone.changelog),
+            manifests=actions.delete(table, gone.manifests),
         )
         for s in expired:  # oldest first: what is left is always a contiguous range
             actions.fileio.delete(table.layout.snapshot(s.id))

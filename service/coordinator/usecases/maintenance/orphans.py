@@ -3,6 +3,7 @@ writers that gave up."""
 
 from __future__ import annotations
 
+from coordinator.domain.table_paths import has_control, inside
 from coordinator.usecases.commits import Committer
 from coordinator.usecases.maintenance.table_actions import TableActions
 from coordinator.usecases.tables import Table
@@ -29,7 +30,7 @@ class Orphans:
         """
         actions = self._actions
         table = actions.tables.get(table_id)
-        with actions.hold(table) as hold:
+        with actions.hold(table) as hold, actions.audited(hold, table, actor=actor, action="clean-orphans"):
             referenced = self._referenced(table)
             in_flight = self._committer.in_flight_file_names(table.id)
             older_than = actions.clock.now() - request.older_than_seconds
@@ -41,12 +42,14 @@ class Orphans:
                 name = relative.rsplit("/", 1)[-1]
                 if top in _NOT_ORPHANS or stored.path in referenced or name in in_flight:
                     continue
+                if not inside(table.layout.root, stored.path) or has_control(stored.path):
+                    continue  # an odd name (control characters): not for a delete to guess at
                 if stored.modified_seconds >= older_than:
                     continue
                 orphans.append(relative)
             orphans.sort()
             if not request.dry_run:
-                actions.delete(root + r for r in orphans)
+                actions.delete(table, [root + r for r in orphans])
                 details: dict[str, object] = {
                     "olderThanSeconds": request.older_than_seconds,
                     "files": orphans,

@@ -11,9 +11,10 @@ from coordinator.usecases.commits import Committer
 from coordinator.usecases.maintenance.expiration import Expiration
 from coordinator.usecases.maintenance.table_actions import Deleted, TableActions
 from coordinator.usecases.snapshot_file import SnapshotFile
+from coordinator.usecases.table_files import TableFiles
 from coordinator.usecases.table_stats import stats_on_storage
 from coordinator_client.format.manifest import FileKind
-from coordinator_client.format.snapshot import EARLIEST, LATEST, format_hint
+from coordinator_client.format.snapshot import EARLIEST, LATEST, Snapshot, format_hint
 from coordinator_client.models import ConflictModel, RollbackRequest, RollbackResponse
 
 
@@ -59,28 +60,11 @@ class Rollback:
             removed_tags = {n: s for n, s in tags.items() if s.id > target.id}
             kept_tags = [s for s in tags.values() if s.id <= target.id]
 
-            files = actions.files(table)
-            keep = FileReferences.of(
-                data=files.live_paths(target).union(*(files.live_paths(s) for s in kept_tags)),
-                manifests=files.manifest_paths(target).union(*(files.manifest_paths(s) for s in kept_tags)),
-            )
-            # Every file a removed snapshot or tag could read: what was live at the first removed
-            # snapshot, what later ones added, and what the removed tags hold.
-            data = files.live_paths(removed[0]) if removed else set()
-            for s in removed:
-                data |= files.delta_paths(s, FileKind.ADD)
-            for s in removed_tags.values():
-                data |= files.live_paths(s)
-            gone = only_removed(
-                FileReferences.of(
-                    data=data,
-                    changelog=set().union(*(files.changelog_paths(s) for s in removed)),
-                    manifests=set().union(
-                        *(files.manifest_paths(s) for s in [*removed, *removed_tags.values()])
-                    ),
-                ),
-                keep,
-            )
+            with actions.audited(hold, table, actor=actor, action="rollback"):
+                files = actions.files(table)
+                gone = actions.deletable(
+                    table, _only_removed(files, target, removed, removed_tags, kept_tags)
+                )
 
             # The target's size, from its live files (maintenance may read storage; requests never do).
             stats = stats_on_storage(fileio, table, target)
@@ -121,7 +105,7 @@ class Rollback:
             self._committer.forget_state(table.id)
             # Only now that no snapshot names them: a crash before this leaves orphans, never a hole.
             for paths in (gone.data, gone.changelog, gone.manifests):
-                actions.delete(paths)
+                actions.delete(table, paths)
             self._expiration.forget(table.id)
         return RollbackResponse(
             latest_snapshot_id=target.id,
@@ -129,3 +113,32 @@ class Rollback:
             removed_tags=sorted(removed_tags),
             deleted=deleted.model(),
         )
+
+
+def _only_removed(
+    files: TableFiles,
+    target: Snapshot,
+    removed: list[Snapshot],
+    removed_tags: dict[str, Snapshot],
+    kept_tags: list[Snapshot],
+) -> FileReferences:
+    """The files only the removed snapshots and tags reference."""
+    keep = FileReferences.of(
+        data=files.live_paths(target).union(*(files.live_paths(s) for s in kept_tags)),
+        manifests=files.manifest_paths(target).union(*(files.manifest_paths(s) for s in kept_tags)),
+    )
+    # Every file a removed snapshot or tag could read: what was live at the first removed snapshot, what
+    # later ones added, and what the removed tags hold.
+    data = files.live_paths(removed[0]) if removed else set()
+    for s in removed:
+        data |= files.delta_paths(s, FileKind.ADD)
+    for s in removed_tags.values():
+        data |= files.live_paths(s)
+    return only_removed(
+        FileReferences.of(
+            data=data,
+            changelog=set().union(*(files.changelog_paths(s) for s in removed)),
+            manifests=set().union(*(files.manifest_paths(s) for s in [*removed, *removed_tags.values()])),
+        ),
+        keep,
+    )

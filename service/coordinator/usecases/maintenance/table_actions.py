@@ -1,9 +1,10 @@
-"""What every maintenance use case shares: holding the table, the fenced and recorded change, and
-finding the table's snapshots and tags on storage."""
+"""What every maintenance use case shares: holding the table, the fenced and recorded change, finding
+the table's snapshots and tags on storage, and deleting only inside the table's folder."""
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -12,9 +13,17 @@ from sqlalchemy import Connection
 
 from coordinator.clock import Clock
 from coordinator.domain.file_references import FileReferences
-from coordinator.errors import SnapshotNotFound
+from coordinator.domain.table_paths import (
+    check_inside,
+    external_problem,
+    external_roots,
+    has_control,
+    inside,
+)
+from coordinator.errors import PathOutsideTable, SnapshotNotFound
 from coordinator.observability.metrics import Metrics
 from coordinator.storage.fileio import FileIO
+from coordinator.usecases.path_refusals import audit_refusal
 from coordinator.usecases.reads import Reads
 from coordinator.usecases.snapshots_on_storage import find_earliest_snapshot_id
 from coordinator.usecases.table_files import TableFiles
@@ -22,6 +31,8 @@ from coordinator.usecases.table_hold import Hold, TableHolds
 from coordinator.usecases.tables import Table, Tables
 from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import DeletedFiles
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -134,10 +145,57 @@ class TableActions:
                     continue
         return tags
 
-    def delete(self, paths: Iterable[str]) -> int:
-        """Delete the files; returns how many."""
+    @contextmanager
+    def audited(self, hold: Hold, table: Table, *, actor: str, action: str) -> Iterator[None]:
+        """A refused path (PathOutsideTable) raised in the block goes into the audit log first."""
+        try:
+            yield
+        except PathOutsideTable as refused:
+            with hold.fenced() as conn:
+                audit_refusal(conn, self.clock.now(), table.id, refused, door=action, actor=actor)
+            raise
+
+    @staticmethod
+    def deletable(table: Table, files: FileReferences) -> FileReferences:
+        """What of `files` the coordinator deletes: all of them but the files under the table's external
+        roots (`data-file.external-paths`), which it leaves where they are, since other tables may write
+        under the same roots. Checked before anything is deleted, so a refusal leaves the table as it was.
+
+        Raises:
+            PathOutsideTable: a path lies neither inside the table's folder nor under its external roots
+                (metadata an outside writer left; the commit doors refuse such names).
+        """
+        root, roots = table.layout.root, external_roots(table.shape.schema.options)
+
+        def kept(paths: frozenset[str], what: str) -> frozenset[str]:
+            out = set()
+            for path in paths:
+                if inside(root, path):
+                    if has_control(path):  # a native extra file's odd name: left, never guessed at
+                        log.warning("left %r of %s: its name has control characters", path, table.id)
+                        continue
+                    out.add(path)
+                elif external_problem(path, roots) is None:
+                    continue
+                else:
+                    check_inside(root, path, what)
+            return frozenset(out)
+
+        return FileReferences(
+            kept(files.data, "a data file"),
+            kept(files.changelog, "a changelog file"),
+            kept(files.manifests, "a manifest"),
+        )
+
+    def delete(self, table: Table, paths: Iterable[str]) -> int:
+        """Delete the files, each only if it lies inside the table's folder; returns how many.
+
+        Raises:
+            PathOutsideTable: before deleting the path (callers check with `deletable` first).
+        """
         count = 0
         for path in paths:
+            check_inside(table.layout.root, path, "a file")
             self.fileio.delete(path)
             count += 1
         return count

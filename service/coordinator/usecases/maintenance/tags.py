@@ -49,22 +49,25 @@ class Tags:
             tagged = tags.pop(name, None)
             if tagged is None:
                 raise TagNotFound(f"tag {name!r} of {table_id} does not exist")
-            actions.fileio.delete(table.layout.tag(name))
             deleted = Deleted()
             earliest = actions.earliest_id(table)
+            gone = FileReferences()
             if earliest is not None and tagged.id < earliest:
-                files = actions.files(table)
-                kept = [actions.snapshot(table, earliest), *tags.values()]
-                removed = FileReferences.of(
-                    data=files.live_paths(tagged), manifests=files.manifest_paths(tagged)
-                )
-                keep = FileReferences.of(
-                    data=set().union(*(files.live_paths(s) for s in kept)),
-                    manifests=set().union(*(files.manifest_paths(s) for s in kept)),
-                )
-                gone = only_removed(removed, keep)
-                deleted.data_files = actions.delete(gone.data)
-                deleted.manifests = actions.delete(gone.manifests)
+                with actions.audited(hold, table, actor=actor, action="delete-tag"):
+                    files = actions.files(table)
+                    kept = [actions.snapshot(table, earliest), *tags.values()]
+                    removed = FileReferences.of(
+                        data=files.live_paths(tagged), manifests=files.manifest_paths(tagged)
+                    )
+                    keep = FileReferences.of(
+                        data=set().union(*(files.live_paths(s) for s in kept)),
+                        manifests=set().union(*(files.manifest_paths(s) for s in kept)),
+                    )
+                    gone = actions.deletable(table, only_removed(removed, keep))
+            # The tag goes only once its files are known to be the table's: a refusal leaves it.
+            actions.fileio.delete(table.layout.tag(name))
+            deleted.data_files = actions.delete(table, gone.data)
+            deleted.manifests = actions.delete(table, gone.manifests)
             details: dict[str, object] = {
                 "tag": name,
                 "snapshotId": tagged.id,
