@@ -25,10 +25,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NoReturn
 
-from coordinator.domain.table_paths import check_external_path, check_name, external_roots, with_naming
+from coordinator.domain.table_paths import (
+    check_external_path,
+    check_name,
+    external_roots,
+    name_problem,
+    with_naming,
+)
 from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest
-from coordinator_client.format.binary_row import decode_row
+from coordinator_client.format.binary_row import RowCodec, decode_row, row_codec
 from coordinator_client.format.bucket import POSTPONE_BUCKET
 from coordinator_client.format.manifest import FileKind, ManifestEntry, ManifestFileMeta, SimpleStats
 
@@ -47,11 +53,12 @@ class EntryRules:
 
     shape: TableShape
     roots: tuple[str, ...]
+    _keys: RowCodec
     _partitions: set[bytes] = field(default_factory=set)
 
     @classmethod
     def of(cls, shape: TableShape) -> EntryRules:
-        return cls(shape, external_roots(shape.schema.options))
+        return cls(shape, external_roots(shape.schema.options), row_codec(shape.key_types))
 
     def check_entries(self, entries: Sequence[ManifestEntry], meta: ManifestFileMeta, where: str) -> None:
         """Every entry of the manifest `meta` (named `where`), and that `meta` counts them right.
@@ -79,7 +86,8 @@ class EntryRules:
             InvalidRequest, PathOutsideTable: naming `<where>.<field>`.
         """
         f = entry.file
-        check_name(f.file_name, f"{where}.fileName", "data file")
+        if name_problem(f.file_name) is not None:  # the field's name is made only for a refusal
+            check_name(f.file_name, f"{where}.fileName", "data file")
         if not isinstance(f.extra_files, tuple):
             _refuse(where, "extraFiles", "must be a list of file names")
         for k, extra in enumerate(f.extra_files):
@@ -102,7 +110,7 @@ class EntryRules:
         if shape.key_types:  # conflict checks decode keys; the scan plan answers them as JSON values
             self._check_key(f.min_key, where, "minKey")
             self._check_key(f.max_key, where, "maxKey")
-            self._check_stats(f.key_stats, where)
+            self._check_stats(f.key_stats, (f.min_key, f.max_key), where)
 
     def check_meta(self, meta: ManifestFileMeta, where: str) -> None:
         """One record of a manifest list: its manifest's name and the numbers the pipeline reads.
@@ -171,21 +179,22 @@ class EntryRules:
             _refuse(where, "bucket", f"must be 0 in a bucket-unaware table, got {bucket}")
 
     def _check_key(self, row: object, where: str, name: str) -> None:
-        types = self.shape.key_types
         try:
             if not isinstance(row, bytes):
                 raise ValueError("must be BinaryRow bytes")
-            decode_row(row, types)
+            self._keys.decode(row)
         except (ValueError, TypeError, OverflowError) as error:
             _refuse(
                 where, name, f"must be a row of the trimmed primary key {list(self.shape.key_names)}: {error}"
             )
 
-    def _check_stats(self, stats: SimpleStats, where: str) -> None:
+    def _check_stats(self, stats: SimpleStats, keys: tuple[bytes, bytes], where: str) -> None:
         if stats == SimpleStats.EMPTY:  # no key statistics kept: nothing to read
             return
-        self._check_key(stats.min_values, where, "keyStats.minValues")
-        self._check_key(stats.max_values, where, "keyStats.maxValues")
+        if stats.min_values not in keys:  # Paimon's writers repeat the keys: checked already
+            self._check_key(stats.min_values, where, "keyStats.minValues")
+        if stats.max_values not in keys:
+            self._check_key(stats.max_values, where, "keyStats.maxValues")
         counts = stats.null_counts
         if counts is not None and (
             not isinstance(counts, tuple)
@@ -196,6 +205,8 @@ class EntryRules:
 
 
 def _number(value: object, where: str, name: str, lo: int, hi: int) -> int:
+    if type(value) is int and lo <= value <= hi:  # the common case first: a commit checks every entry
+        return value
     if not _is_int(value):
         _refuse(where, name, f"must be an integer, not {type(value).__name__}")
     assert isinstance(value, int)  # for mypy: _is_int said so

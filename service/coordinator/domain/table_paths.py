@@ -20,6 +20,7 @@ Pure: no filesystem.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from coordinator.domain.locations import contains, location_key
@@ -29,6 +30,8 @@ EXTERNAL_PATHS = "data-file.external-paths"
 """Paimon's table option: comma-separated roots where writers may put data files outside the table."""
 
 MAX_NAME_BYTES = 255
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 NAMING = (
     "entries are named <manifest list>[i].entries[j]: the i-th manifest of that list and the j-th "
@@ -45,6 +48,16 @@ def with_naming(message: str, field: str) -> str:
 
 def name_problem(name: object) -> str | None:
     """Why `name` is not a bare file name, or None when it is one."""
+    if (
+        type(name) is str
+        and name.isascii()
+        and name.isprintable()  # printable ASCII: no control character, one byte a character
+        and 0 < len(name) <= MAX_NAME_BYTES
+        and "/" not in name
+        and "\\" not in name
+        and name not in (".", "..")
+    ):
+        return None  # the common case, decided in C: a commit checks a name per file
     if not isinstance(name, str):
         return f"a file name must be a string, not {type(name).__name__}"
     if not name:
@@ -118,7 +131,7 @@ def inside(folder: str, path: str) -> bool:
 def has_control(text: str) -> bool:
     """True when `text` holds NUL or another control character: no store names a file by it reliably
     (a local filesystem refuses NUL), so such a name is never handed to a delete."""
-    return any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in text)
+    return _CONTROL.search(text) is not None
 
 
 def check_inside(folder: str, path: str, what: str) -> None:
