@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
@@ -17,6 +18,7 @@ from coordinator.locks.lock_table import LockTable
 from coordinator.observability.metrics import Metrics
 from coordinator.settings import Settings
 from coordinator.storage.fileio import FileIO
+from coordinator.storage.vended_credentials import DataTokens
 from coordinator.storage.warehouse import open_warehouse
 from coordinator.usecases.commits import Committer
 from coordinator.usecases.databases import Databases
@@ -54,6 +56,7 @@ class Services:
     overwrite_watch: OverwriteWatch
     databases: Databases
     snapshot_documents: SnapshotDocuments
+    data_tokens: DataTokens
 
     @classmethod
     def start(cls, settings: Settings) -> Services:
@@ -119,6 +122,7 @@ class Services:
             overwrite_watch,
             Databases(engine, tables, root, clock),
             SnapshotDocuments(engine, fileio, tables),
+            DataTokens(settings, os.environ, clock),
         )
 
     def close(self) -> None:
@@ -127,6 +131,7 @@ class Services:
         self.maintenance.close()
         self.committer.close()
         self.locks.close()
+        self.data_tokens.close()
         self.engine.dispose()
         self.bookkeeping.dispose()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -41,13 +41,41 @@ class Settings(BaseSettings):
         pattern=r"^[A-Za-z0-9_-]{1,128}$",
         description="the warehouse name Paimon's REST catalog clients pass (`warehouse`), and their prefix",
     )
+    data_token_mode: Literal["sts", "static"] = Field(
+        default="sts",
+        description="what GET /v1/.../token vends on S3: `sts`, a session of the table's folder minted by "
+        "the store's STS (AssumeRole with a session policy; 501/503 when the store has none), or `static`, "
+        "the coordinator's own key, which reaches everything that key reaches (the whole bucket)",
+    )
     data_token_seconds: int = Field(
         default=7200,
         ge=60,
         le=86400,
-        description="how long a storage credential vended to a REST catalog client is announced to last "
-        "(pypaimon fetches a new one when less than an hour is left)",
+        description="sts: how long a session lasts (clamped to STS's 900..43200); static: how long the key "
+        "is announced to last. pypaimon fetches a new credential when less than an hour is left, so under "
+        "an hour it asks before every file operation",
     )
+    data_token_sts_endpoint: str | None = Field(
+        default=None,
+        pattern=r"^https?://[^\s/?#]+/?$",
+        description="the STS to mint sessions from; default the S3 endpoint (SeaweedFS and MinIO serve "
+        "STS there), or https://sts.<region>.amazonaws.com on AWS",
+    )
+    data_token_role_arn: str | None = Field(
+        default=None,
+        max_length=2048,
+        description="the role sessions assume (AWS needs one; SeaweedFS without it cuts the coordinator's "
+        "own identity down to the session policy)",
+    )
+    data_token_readers: bool = Field(
+        default=False,
+        description="tokens that may only read a table get read-only credentials of it (sts: a read-only "
+        "session; static: the reader key pair); otherwise only those that may write it get any (403)",
+    )
+    reader_access_key_id: str | None = Field(
+        default=None, repr=False, description="static mode: a read-only key pair vended to readers"
+    )
+    reader_secret_access_key: SecretStr | None = Field(default=None, repr=False)
     advertise_url: str | None = Field(
         default=None,
         pattern=r"^https?://[^\s/?#]+(/[^\s?#]*)?$",
@@ -83,6 +111,17 @@ class Settings(BaseSettings):
     def _hive_needs_a_uri(self) -> Settings:
         if self.lock_backend == "hive" and not self.hive_metastore_uri:
             raise ValueError("lock_backend hive needs hive_metastore_uri (thrift://host:9083)")
+        return self
+
+    @model_validator(mode="after")
+    def _reader_keys_come_in_pairs(self) -> Settings:
+        if (self.reader_access_key_id is None) != (self.reader_secret_access_key is None):
+            raise ValueError("reader_access_key_id and reader_secret_access_key go together")
+        if self.data_token_readers and self.data_token_mode == "static" and self.reader_access_key_id is None:
+            raise ValueError(
+                "data_token_readers in static mode vends the reader key pair: set reader_access_key_id "
+                "and reader_secret_access_key (a key that may only read)"
+            )
         return self
 
     def unprotected_bind_refused(self) -> str | None:

@@ -1,6 +1,7 @@
 """On the S3 store, a pypaimon REST client given only the coordinator's URI, the catalog name and a token
 reads and writes the table's files with the store access the coordinator vends (`data-token.enabled`,
-GET .../token): its own environment has no AWS_* variable. The credentials never reach the logs."""
+GET .../token, a session of the table's folder): its own environment has no AWS_* variable. The
+credentials never reach the logs."""
 
 from __future__ import annotations
 
@@ -67,14 +68,23 @@ def test_a_client_without_store_credentials_writes_and_reads_on_s3(
             f"/v1/{CATALOG_NAME}/databases/lake/tables/events/token",
             headers={"Authorization": f"Bearer {writer}"},
         ).json()
-        assert vended["token"] == {
-            "fs.s3.endpoint": seaweedfs.endpoint_url,
-            "fs.s3.path-style-access": "true",
-            "fs.s3.region": os.environ["AWS_REGION"],
-            "fs.s3.accessKeyId": ACCESS_KEY,
-            "fs.s3.accessKeySecret": SECRET_KEY,
-        }
-        # Announced to last two hours (the default): pypaimon fetches again when less than one is left.
+        session = vended["token"]
+        assert sorted(session) == [
+            "fs.s3.accessKeyId",
+            "fs.s3.accessKeySecret",
+            "fs.s3.endpoint",
+            "fs.s3.path-style-access",
+            "fs.s3.region",
+            "fs.s3.securityToken",
+        ]
+        assert session["fs.s3.endpoint"] == seaweedfs.endpoint_url
+        assert session["fs.s3.path-style-access"] == "true"
+        assert session["fs.s3.region"] == os.environ["AWS_REGION"]
+        # A session of the table's folder (the default, `sts` mode), never the coordinator's own key
+        # (tests/rest_catalog/test_scoped_data_tokens.py has what the store lets it do).
+        assert session["fs.s3.accessKeyId"] != ACCESS_KEY
+        assert session["fs.s3.accessKeySecret"] != SECRET_KEY
+        # Lasting two hours (the default): pypaimon fetches again when less than one is left.
         assert abs(vended["expiresAtMillis"] - (time.time() + 7200) * 1000) < 60_000
         anonymous = served.http.get(f"/v1/{CATALOG_NAME}/databases/lake/tables/events/token")
         assert anonymous.status_code == 401
@@ -83,4 +93,6 @@ def test_a_client_without_store_credentials_writes_and_reads_on_s3(
     assert "/v1/paimon/databases/lake/tables/events/token" in logged  # the access log has the calls
     assert '"status": 200' in logged or '"status":200' in logged
     assert SECRET_KEY not in logged
+    assert session["fs.s3.accessKeySecret"] not in logged
+    assert session["fs.s3.securityToken"] not in logged
     assert f'"{ACCESS_KEY}"' not in logged
