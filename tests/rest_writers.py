@@ -12,13 +12,21 @@ from typing import Any
 
 import pyarrow as pa
 from pypaimon import CatalogFactory, Schema
+from pypaimon.catalog.rest.rest_token_file_io import RESTTokenFileIO
 
 CATALOG_NAME = "paimon"
 """The coordinator's default catalog name: what a REST client passes as `warehouse`."""
 
 
 def rest_catalog(url: str, token: str = "any-token", **options: str) -> Any:
-    """A pypaimon REST catalog of the coordinator at `url`."""
+    """A pypaimon REST catalog of the coordinator at `url`.
+
+    pypaimon keeps the storage credentials GET .../token vended in one cache per process, keyed by the
+    bearer token and the table's name only: a session another test's coordinator vended for its own
+    warehouse's `db.events` would be used on this one's, where the store refuses it (sessions are scoped
+    to one table folder). A new catalog starts without them, as a new client process would."""
+    with RESTTokenFileIO._TOKEN_LOCKS_LOCK:
+        RESTTokenFileIO._TOKEN_CACHE.clear()
     return CatalogFactory.create(
         {
             "metastore": "rest",
