@@ -84,10 +84,9 @@ def two(live_server: LiveServer) -> Iterator[TwoTables]:
 
 def _entry(two: TwoTables, **file: Any) -> ManifestEntry:
     """An ADD of a new file in a.t1's partition dt=x (a real entry of its head, renamed)."""
-    (entry,) = two.a.head_entries()
-    return dataclasses.replace(
-        renamed(entry, f"data-{uuid.uuid4()}-0.parquet"), file=dataclasses.replace(entry.file, **file)
-    )
+    (head,) = two.a.head_entries()
+    entry = renamed(head, f"data-{uuid.uuid4()}-0.parquet")
+    return dataclasses.replace(entry, file=dataclasses.replace(entry.file, **file))
 
 
 def _delta_with(two: TwoTables, entry: ManifestEntry) -> dict[str, Any]:
