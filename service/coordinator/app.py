@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from coordinator.api import (
     commits,
     dashboard,
+    docs,
     maintenance,
     ops,
     rest_catalog,
@@ -66,6 +67,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=API_VERSION,
         description="Centralized commits, locks and conflict detection for Apache Paimon tables.",
         lifespan=lifespan,
+        # FastAPI's own pages load their scripts from a CDN; api/docs.py serves them from the package.
+        docs_url=None,
+        redoc_url=None,
     )
     install(app)
     generated = app.openapi
@@ -89,6 +93,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ops.router,
         ops.readers,
         dashboard.router,
+        docs.router,
         # Last: its 501 fallback answers every /v1 path no route before it matched.
         rest_catalog.router,
     ):
