@@ -103,6 +103,12 @@ CASES: list[tuple[str, Mutation, int, str | None]] = [
         "messages[0].newFiles[0].extraFiles[0]",
     ),
     (
+        "extra file with a NUL, a control character or a backslash",
+        _set(f"{F}.extraFiles", ["x.index", "a\x00b", "a\x1fb", "a\\b"]),
+        422,
+        "messages[0].newFiles[0].extraFiles[1]",
+    ),
+    (
         "static overwrite of an unknown key",
         _set("overwrite", {"mode": "static", "partition": {"nope": 1}}),
         422,

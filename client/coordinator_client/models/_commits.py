@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, JsonValue
 
@@ -48,7 +48,9 @@ class DataFileModel(_Request):
         description="the schema the file was written with; absent: the table's current schema",
     )
     delete_row_count: int = Field(default=0, ge=0, le=INT64_MAX)
-    extra_files: list[str] = Field(default_factory=list)
+    extra_files: list[Annotated[str, Field(pattern=FILE_NAME_PATTERN)]] = Field(
+        default_factory=list, description="bare names of files beside this one (its index files)"
+    )
     creation_time: int | None = Field(
         default=None, ge=INT64_MIN, le=INT64_MAX, description="local wall-clock millis, as Paimon stores it"
     )

@@ -16,6 +16,7 @@ from pydantic import JsonValue
 from coordinator.domain.added_files import AddedFile, Where
 from coordinator.domain.added_files import file_field as _file_path
 from coordinator.domain.commit_digest import changes_digest
+from coordinator.domain.table_paths import check_name
 from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest
 from coordinator_client.format.binary_row import EMPTY_ROW, encode_row
@@ -383,6 +384,6 @@ class _Resolver:
 
     @staticmethod
     def _check_extra_files(extra_files: list[str], path: str) -> None:
+        # The wire model already holds them to bare names; a body built without it is held here.
         for j, extra in enumerate(extra_files):
-            if "/" in extra or extra.startswith(".") or not extra:
-                raise InvalidRequest("extra file names must be bare names", field=f"{path}.extraFiles[{j}]")
+            check_name(extra, f"{path}.extraFiles[{j}]", "extra file")
