@@ -148,9 +148,12 @@ def test_a_writer_commits_only_inside_its_grant(secured: tuple[TestClient, Token
     assert consumer.status_code == 200, consumer.text
     assert client.post(f"/tables/{in_a.id}/expire", headers=_auth(tokens.writer_a)).status_code == 403
     assert client.post("/tables", json={}, headers=_auth(tokens.writer_a)).status_code == 403
-    # Readers read everything, including the ops views and the metrics.
-    for path in ("/tables", f"/tables/{in_b.id}/snapshots", "/locks", "/commits", "/metrics", "/audit"):
+    # A reader without a grant reads everything, the ops views and the metrics included, but the audit
+    # log (it names tokens, roles and grants: admins only).
+    for path in ("/tables", f"/tables/{in_b.id}/snapshots", "/locks", "/commits", "/metrics"):
         assert client.get(path, headers=_auth(tokens.reader)).status_code == 200, path
+    assert client.get("/audit", headers=_auth(tokens.reader)).status_code == 403
+    assert client.get("/audit", headers=_auth(tokens.admin)).status_code == 200
     assert client.get("/health").status_code == 200  # probes need no token
 
 
@@ -219,13 +222,18 @@ def test_tokens_cli_stores_only_a_hash_and_audits(
     _, token_id, secret = token.split("_", 2)
     assert coordinator_main(["tokens", "create", "--name", "x", "--role", "writer"]) == 2
     assert "database" in capsys.readouterr().err
-    assert coordinator_main(["tokens", "create", "--name", "x", "--role", "reader", "--database", "a"]) == 2
-    capsys.readouterr()
+    assert coordinator_main(["tokens", "create", "--name", "x", "--role", "admin", "--database", "a"]) == 2
+    assert "an admin token takes no grant" in capsys.readouterr().err
+    # A reader may be limited to a database or a table, as a writer is.
+    assert (
+        coordinator_main(["tokens", "create", "--name", "dash-a", "--role", "reader", "--table", "a.u"]) == 0
+    )
+    reader_id = capsys.readouterr().out.strip().split("_", 2)[1]
     assert coordinator_main(["tokens", "list"]) == 0
     listed = json.loads(capsys.readouterr().out)
-    assert [(t["id"], t["role"], t["database"], t["table"], t["revokedAt"]) for t in listed] == [
-        (token_id, "writer", "a", "t", None)
-    ]
+    assert sorted((t["id"], t["role"], t["database"], t["table"], t["revokedAt"]) for t in listed) == sorted(
+        [(token_id, "writer", "a", "t", None), (reader_id, "reader", "a", "u", None)]
+    )
     engine = create_engine(database_url)
     with engine.connect() as conn:
         stored = [tuple(str(v) for v in row) for row in conn.execute(text("SELECT * FROM api_tokens"))]
@@ -238,7 +246,11 @@ def test_tokens_cli_stores_only_a_hash_and_audits(
     with engine.connect() as conn:
         audit = conn.execute(text("SELECT action, target FROM audit_log ORDER BY id")).all()
     engine.dispose()
-    assert [tuple(a) for a in audit] == [("create-token", token_id), ("revoke-token", token_id)]
+    assert [tuple(a) for a in audit] == [
+        ("create-token", token_id),
+        ("create-token", reader_id),
+        ("revoke-token", token_id),
+    ]
 
 
 def _serve(database_url: str, warehouse: Path, *flags: str) -> subprocess.Popen[str]:

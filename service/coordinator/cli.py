@@ -218,8 +218,14 @@ def parser() -> argparse.ArgumentParser:
     create = token_commands.add_parser("create", help="issue a token; prints its secret once")
     create.add_argument("--name", required=True, help="who holds it; recorded as the actor of its actions")
     create.add_argument("--role", required=True, choices=["reader", "writer", "admin"])
-    create.add_argument("--database", help="writer: the database it may commit to")
-    create.add_argument("--table", help="writer: the one table (<database>.<name>) it may commit to")
+    create.add_argument(
+        "--database",
+        help="the database it may use: a writer commits and reads there, a reader reads only there "
+        "(a writer needs this or --table; a reader without either reads everything)",
+    )
+    create.add_argument(
+        "--table", help="the one table (<database>.<name>) it may use, instead of a whole database"
+    )
     create.set_defaults(run=_tokens_create)
     listing = token_commands.add_parser("list", help="every token, without secrets")
     listing.set_defaults(run=_tokens_list)

@@ -157,9 +157,9 @@ class HealthResponse(_Model):
     """200 when the database and the warehouse both answer; 503 with the same body when one does not."""
 
     status: Literal["ok", "unavailable"]
-    database: str
-    """The database's dialect (sqlite, postgresql, mysql)."""
-    warehouse: str
-    """The warehouse's root location, without connection options or credentials."""
+    database: str | None = None
+    """The database's dialect (sqlite, postgresql, mysql); to admins only."""
+    warehouse: str | None = None
+    """The warehouse's root location, without connection options or credentials; to admins only."""
     checks: dict[str, str] = Field(default_factory=dict)
-    """`database` and `warehouse`: "ok", or why that part failed."""
+    """`database` and `warehouse`: "ok" or "unavailable"; to admins, why that part failed."""

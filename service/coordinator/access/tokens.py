@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 
 from coordinator.clock import Clock
 from coordinator.db import repositories as repo
+from coordinator.db.scope import TableScope
 from coordinator.errors import InvalidRequest
 
 Role = Literal["reader", "writer", "admin"]
@@ -25,13 +26,44 @@ _PREFIX = "pcc"
 
 @dataclass(frozen=True)
 class Principal:
-    """The caller of one request: a token's name, role and grant."""
+    """The caller of one request: a token's name, role and grant.
+
+    A grant (a database, or one table of it) bounds everything the token does: a writer writes and
+    reads inside it, a reader with a grant reads inside it. Admins and readers without a grant read
+    everything.
+    """
 
     name: str
     role: Role
     database: str | None = None
     table_name: str | None = None
     token_id: str | None = None
+
+    @property
+    def scope(self) -> TableScope | None:
+        """What the token may read; None for everything."""
+        if self.role == "admin" or self.database is None:
+            return None
+        return TableScope(self.database, self.table_name)
+
+    @property
+    def reads_everything(self) -> bool:
+        return self.scope is None
+
+    def may_read(self, database: str, table_name: str) -> bool:
+        scope = self.scope
+        return scope is None or scope.covers_table(database, table_name)
+
+    def may_read_database(self, database: str) -> bool:
+        """Whether the token may see `database` at all (its grant's database, or any)."""
+        scope = self.scope
+        return scope is None or scope.database == database
+
+    def grant(self) -> str:
+        """The grant as the CLI spells it, for messages: `a`, `a.t`, or `everything`."""
+        if self.database is None:
+            return "everything"
+        return self.database if self.table_name is None else f"{self.database}.{self.table_name}"
 
     def may_write(self, database: str, table_name: str) -> bool:
         """Admins write everywhere; a writer only inside its grant (a database, or one table of it)."""
@@ -74,8 +106,8 @@ class TokenStore:
     def create(
         self, name: str, role: str, *, database: str | None = None, table: str | None = None
     ) -> IssuedToken:
-        """A new token. A writer must be granted a database or a table (`db.name`); grants are only
-        for writers, since readers read everything and admins do everything.
+        """A new token. A writer must be granted a database or a table (`db.name`); a reader may be,
+        and then reads only there (without one it reads everything); an admin takes none.
 
         Raises:
             InvalidRequest naming the offending argument.
@@ -92,8 +124,8 @@ class TokenStore:
             database = db_part
         if role == "writer" and database is None:
             raise InvalidRequest("a writer token needs --database or --table", field="database")
-        if role != "writer" and database is not None:
-            raise InvalidRequest(f"a {role} token takes no grant", field="database")
+        if role == "admin" and database is not None:
+            raise InvalidRequest("an admin token takes no grant", field="database")
         if not name.strip():
             raise InvalidRequest("name must not be empty", field="name")
         token_id = secrets.token_hex(8)

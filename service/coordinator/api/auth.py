@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from coordinator.access.tokens import Principal
 from coordinator.api.deps import ServicesDep
 from coordinator.api.params import TableId
+from coordinator.db.scope import TableScope
 from coordinator.errors import Forbidden, Unauthenticated
 from coordinator.usecases.tables import split_table_id
 from coordinator_client.models import PRINTABLE_PATTERN
@@ -56,8 +57,74 @@ async def caller(
 Caller = Annotated[Principal, Depends(caller)]
 
 
+async def optional_caller(
+    request: Request,
+    services: ServicesDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Principal | None:
+    """The principal of a route open to all that says more to some (/health): None for a request
+    without a valid token, never a 401. A failing token lookup (the database is down: what /health is
+    asked about) is no token either."""
+    if not services.settings.require_tokens:
+        return Principal("api", "admin")
+    if credentials is None:
+        return None
+    try:
+        principal = await run_in_threadpool(services.tokens.verify, credentials.credentials)
+    except Exception:  # the database is unreachable; the probe still answers, without the details
+        return None
+    if principal is not None:
+        request.state.principal = principal
+    return principal
+
+
 async def reader(principal: Caller) -> Principal:
-    """Any valid token reads (tables, snapshots, history, locks, metrics, the dashboard's data)."""
+    """Any valid token: routes that show each token only what it may read (listings, /commits, /locks,
+    the dashboard's data) or that show nothing of any table (/v1/config)."""
+    return principal
+
+
+def refusal(principal: Principal, method: str, table_id: str) -> Forbidden:
+    """403 for a table outside the token's grant: a refused read says read, a refused change write."""
+    verb = "read" if method in ("GET", "HEAD") else "write to"
+    return Forbidden(
+        f"{principal.name} ({principal.role}, granted {principal.grant()}) may not {verb} {table_id}"
+    )
+
+
+async def table_reader(request: Request, table_id: TableId, principal: Caller) -> Principal:
+    """Any route of one table: admins, readers without a grant, and tokens whose grant covers it.
+
+    Decided on the name alone, before the table is looked up, so a 403 says nothing of whether the
+    table exists."""
+    database, name = split_table_id(table_id)
+    if not principal.may_read(database, name):
+        raise refusal(principal, request.method, table_id)
+    return principal
+
+
+def listing_scope(principal: Principal, database: str | None) -> TableScope | None:
+    """What a listing shows `principal`: everything, or its grant's tables. A `database` filter
+    outside the grant is refused (403) rather than answered empty, as naming any table outside is.
+
+    Raises:
+        Forbidden
+    """
+    if database is not None and not principal.may_read_database(database):
+        raise Forbidden(
+            f"{principal.name} ({principal.role}, granted {principal.grant()}) may not read database "
+            f"{database}"
+        )
+    return principal.scope
+
+
+async def everything_reader(principal: Caller) -> Principal:
+    """Admins and readers without a grant: for what sums up every table at once (/metrics)."""
+    if not principal.reads_everything:
+        raise Forbidden(
+            f"{principal.name} ({principal.role}, granted {principal.grant()}) reads only its grant; "
+            "this sums up every table"
+        )
     return principal
 
 
@@ -84,5 +151,6 @@ async def writer(principal: Caller) -> Principal:
 
 
 Admin = Annotated[Principal, Depends(admin)]
+OptionalCaller = Annotated[Principal | None, Depends(optional_caller)]
 Writer = Annotated[Principal, Depends(writer)]
 TableWriter = Annotated[Principal, Depends(table_writer)]

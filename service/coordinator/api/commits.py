@@ -6,7 +6,7 @@ from functools import partial
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Request, Response, status
 
-from coordinator.api.auth import TableWriter, reader
+from coordinator.api.auth import Caller, TableWriter, table_reader
 from coordinator.api.collection_pause import pause_collection
 from coordinator.api.commit_body import read_commit_request, request_body_openapi
 from coordinator.api.deps import LockThreadsDep, ServicesDep
@@ -22,6 +22,7 @@ from coordinator.api.params import (
     TableId,
 )
 from coordinator.services import Services
+from coordinator.usecases.operations import scoped_records
 from coordinator_client.models import (
     CommitHistoryResponse,
     CommitOutcomeResponse,
@@ -31,7 +32,7 @@ from coordinator_client.models import (
 router = APIRouter(
     prefix="/tables/{table_id}/commits",
     tags=["commits"],
-    dependencies=[Depends(reader)],
+    dependencies=[Depends(table_reader)],
     responses=AUTH_ERRORS,
 )
 
@@ -83,10 +84,12 @@ def _commit(
 
 @router.get("", responses=TABLE_ERRORS)
 def history(
-    table_id: TableId, services: ServicesDep, limit: PageLimit = DEFAULT_PAGE
+    table_id: TableId, services: ServicesDep, caller: Caller, limit: PageLimit = DEFAULT_PAGE
 ) -> CommitHistoryResponse:
-    """Newest first: who, outcome, snapshot ids, phase timings (ms) and conflict reason."""
-    return CommitHistoryResponse(commits=services.reads.commits(table_id, limit=limit))
+    """Newest first: who, outcome, snapshot ids, phase timings (ms) and conflict reason. A transaction's
+    row names only the tables the token may read."""
+    records = services.reads.commits(table_id, limit=limit)
+    return CommitHistoryResponse(commits=scoped_records(records, caller.scope))
 
 
 @router.get("/{commit_user}/{identifier}", responses=TABLE_ERRORS)

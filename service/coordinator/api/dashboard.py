@@ -7,7 +7,7 @@ from pathlib import Path
 from fastapi import APIRouter, Depends, HTTPException
 from fastapi.responses import FileResponse
 
-from coordinator.api.auth import reader
+from coordinator.api.auth import Caller, listing_scope, reader
 from coordinator.api.deps import ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, responses
 from coordinator.api.paging import TablePageDep
@@ -32,16 +32,19 @@ _NO_CACHE = {"Cache-Control": "no-cache"}
 def overview(
     services: ServicesDep,
     page: TablePageDep,
+    caller: Caller,
     minutes: WindowMinutes = 30,
 ) -> OverviewResponse:
     """Totals over every table, one page of tables (as GET /tables pages them) with their size and
-    commit outcomes, commits per minute, latency by phase, latest conflicts; from the database alone."""
+    commit outcomes, commits per minute, latency by phase, latest conflicts; from the database alone.
+    For a token limited by a grant, all of it over the grant's tables only."""
     return services.overview.overview(
         minutes,
         limit=page.limit,
         page_token=page.page_token,
         database=page.database,
         name_prefix=page.name_prefix,
+        scope=listing_scope(caller, page.database),
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, status
 
-from coordinator.api.auth import Admin, TableWriter, reader
+from coordinator.api.auth import Admin, TableWriter, table_reader
 from coordinator.api.bodies import NoBody, SetOptionsRequest
 from coordinator.api.deps import LockThreadsDep, ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, responses
@@ -43,7 +43,10 @@ from coordinator_client.models import (
 )
 
 router = APIRouter(
-    prefix="/tables/{table_id}", tags=["maintenance"], dependencies=[Depends(reader)], responses=AUTH_ERRORS
+    prefix="/tables/{table_id}",
+    tags=["maintenance"],
+    dependencies=[Depends(table_reader)],
+    responses=AUTH_ERRORS,
 )
 
 _LOCKED = responses(TableNotFound, CommitConflict, LockUnavailable)

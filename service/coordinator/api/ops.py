@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Depends, Request, Response
 
-from coordinator.api.auth import Admin, reader, table_writer
+from coordinator.api.auth import (
+    Admin,
+    Caller,
+    OptionalCaller,
+    everything_reader,
+    reader,
+    refusal,
+    table_writer,
+)
 from coordinator.api.bodies import NoBody
 from coordinator.api.deps import ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, responses
@@ -14,6 +23,7 @@ from coordinator.api.params import DEFAULT_PAGE, LockId, PageLimit, TableFilter,
 from coordinator.db import repositories as repo
 from coordinator.errors import InvalidRequest, LockNotFound
 from coordinator.services import Services
+from coordinator.usecases.tables import split_table_id
 from coordinator_client.models import (
     AuditListResponse,
     CommitsOverviewResponse,
@@ -33,23 +43,32 @@ HEALTH_PROBE = ".coordinator-health"
 
 
 @router.get(
-    "/health", responses={503: {"model": HealthResponse, "description": "database or warehouse down"}}
+    "/health",
+    responses={503: {"model": HealthResponse, "description": "database or warehouse down"}},
+    response_model_exclude_none=True,
 )
-def health(services: ServicesDep, response: Response) -> HealthResponse:
+def health(services: ServicesDep, response: Response, caller: OptionalCaller) -> HealthResponse:
     """200 when the database and the warehouse both answer, else 503; the body says which part failed.
-    Open to all, for load balancers and orchestrators."""
-    checks = {
-        "database": _check(lambda: _ping(services)),
-        "warehouse": _check(lambda: services.fileio.exists(f"{services.warehouse_root}/{HEALTH_PROBE}")),
+    Open to all, for load balancers and orchestrators, who learn "ok" or "unavailable" per part and
+    nothing else; an admin's token also gets the database's dialect, the warehouse's root and why a
+    part failed (whose text may name the store's internal endpoint or a path)."""
+    failures = {
+        "database": _failure(lambda: _ping(services)),
+        "warehouse": _failure(lambda: services.fileio.exists(f"{services.warehouse_root}/{HEALTH_PROBE}")),
     }
-    healthy = all(v == "ok" for v in checks.values())
+    healthy = all(failure is None for failure in failures.values())
     if not healthy:
         response.status_code = 503
+    status: Literal["ok", "unavailable"] = "ok" if healthy else "unavailable"
+    if caller is None or caller.role != "admin":
+        return HealthResponse(
+            status=status, checks={part: "ok" if f is None else "unavailable" for part, f in failures.items()}
+        )
     return HealthResponse(
-        status="ok" if healthy else "unavailable",
+        status=status,
         database=services.engine.dialect.name,
         warehouse=services.warehouse_root,
-        checks=checks,
+        checks={part: "ok" if f is None else f"unavailable: {f}" for part, f in failures.items()},
     )
 
 
@@ -58,12 +77,13 @@ def _ping(services: Services) -> None:
         repo.ping(conn)
 
 
-def _check(probe: Callable[[], object]) -> str:
+def _failure(probe: Callable[[], object]) -> str | None:
+    """None when `probe` answers, else the first line of why not."""
     try:
         probe()
     except Exception as failed:  # any failure is the answer here, not an error of the probe
-        return f"unavailable: {failed}".splitlines()[0][:300]
-    return "ok"
+        return (str(failed).splitlines() or [type(failed).__name__])[0][:300]
+    return None
 
 
 @readers.post(
@@ -77,10 +97,10 @@ async def ping(table_id: TableId) -> Response:
 
 
 @readers.get("/locks")
-def locks(services: ServicesDep) -> LockListResponse:
+def locks(services: ServicesDep, caller: Caller) -> LockListResponse:
     """Held locks: owner, epoch, acquired and expiry on the lock backend's clock, and the commits of
-    this instance waiting behind each."""
-    return services.operations.locks()
+    this instance waiting behind each. A token limited by a grant sees its tables' locks only."""
+    return services.operations.locks(caller.scope)
 
 
 @router.post("/locks/{lock_id}/release", responses={**AUTH_ERRORS, **responses(LockNotFound, InvalidRequest)})
@@ -95,23 +115,34 @@ def release_lock(
 
 @readers.get("/commits")
 def commits(
+    request: Request,
     services: ServicesDep,
+    caller: Caller,
     limit: PageLimit = DEFAULT_PAGE,
     table: TableFilter = None,
 ) -> CommitsOverviewResponse:
     """Commits in flight in this instance with their phase, and the latest recorded commits and
-    maintenance actions of all tables, newest first."""
-    return services.operations.commits(limit=limit, table_id=table)
+    maintenance actions of all tables, newest first. A token limited by a grant sees its tables'
+    only (403 for a `table` outside it)."""
+    if table is not None and not caller.may_read(*split_table_id(table)):
+        raise refusal(caller, request.method, table)
+    return services.operations.commits(limit=limit, table_id=table, scope=caller.scope)
 
 
-@readers.get("/audit")
-def audit(services: ServicesDep, limit: PageLimit = DEFAULT_PAGE) -> AuditListResponse:
-    """Forced lock releases and token changes, newest first."""
+@router.get("/audit", responses=AUTH_ERRORS)
+def audit(services: ServicesDep, _admin: Admin, limit: PageLimit = DEFAULT_PAGE) -> AuditListResponse:
+    """Forced lock releases and token changes, newest first (admin: it names tokens, roles and grants)."""
     return services.operations.audit(limit=limit)
 
 
-@readers.get("/metrics", response_class=Response, responses={200: {"content": {PROMETHEUS_TEXT: {}}}})
+@router.get(
+    "/metrics",
+    response_class=Response,
+    dependencies=[Depends(everything_reader)],
+    responses={**AUTH_ERRORS, 200: {"content": {PROMETHEUS_TEXT: {}}}},
+)
 def metrics(services: ServicesDep) -> Response:
     """Prometheus text format: commits by outcome and kind, phase latencies, lock wait and hold,
-    conflicts by type, dedup hits, expirations."""
+    conflicts by type, dedup hits, expirations. The series sum up every table (none is per table), so
+    only admins and readers without a grant may read them."""
     return Response(services.metrics.exposition(), media_type=PROMETHEUS_TEXT)

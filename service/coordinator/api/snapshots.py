@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Header
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
-from coordinator.api.auth import reader
+from coordinator.api.auth import table_reader
 from coordinator.api.deps import ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, SNAPSHOT_ERRORS, TABLE_ERRORS, responses
 from coordinator.api.params import (
@@ -34,7 +34,10 @@ from coordinator_client.models import (
 )
 
 router = APIRouter(
-    prefix="/tables/{table_id}", tags=["snapshots"], dependencies=[Depends(reader)], responses=AUTH_ERRORS
+    prefix="/tables/{table_id}",
+    tags=["snapshots"],
+    dependencies=[Depends(table_reader)],
+    responses=AUTH_ERRORS,
 )
 
 

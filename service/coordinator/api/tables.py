@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, status
 
-from coordinator.api.auth import Admin, reader
+from coordinator.api.auth import Admin, Caller, listing_scope, reader, table_reader
 from coordinator.api.deps import ServicesDep
 from coordinator.api.errors import AUTH_ERRORS, CREATE_ERRORS, DROP_ERRORS, TABLE_ERRORS, responses
 from coordinator.api.paging import TablePageDep
@@ -61,23 +61,33 @@ def create_table(body: CreateTableRequest, services: ServicesDep, _admin: Admin)
 
 
 @router.get("", responses=responses(InvalidRequest))
-def list_tables(services: ServicesDep, page: TablePageDep) -> TableListResponse:
+def list_tables(services: ServicesDep, page: TablePageDep, caller: Caller) -> TableListResponse:
     """One page of tables in (database, name) order with their recorded sizes; the database alone
-    answers. Follow `nextPageToken` for the next page."""
+    answers. Follow `nextPageToken` for the next page. A token limited by a grant lists the grant's
+    tables (403 for a `database` outside it)."""
     listed = services.tables.page(
-        limit=page.limit, page_token=page.page_token, database=page.database, name_prefix=page.name_prefix
+        limit=page.limit,
+        page_token=page.page_token,
+        database=page.database,
+        name_prefix=page.name_prefix,
+        scope=listing_scope(caller, page.database),
     )
     return TableListResponse(
         tables=[table_response(e) for e in listed.entries], next_page_token=listed.next_page_token
     )
 
 
-@router.get("/{table_id}", responses=TABLE_ERRORS)
+@router.get("/{table_id}", responses=TABLE_ERRORS, dependencies=[Depends(table_reader)])
 def get_table(table_id: TableId, services: ServicesDep) -> TableResponse:
     return table_response(services.tables.entry(table_id))
 
 
-@router.delete("/{table_id}", status_code=status.HTTP_204_NO_CONTENT, responses=DROP_ERRORS)
+@router.delete(
+    "/{table_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=DROP_ERRORS,
+    dependencies=[Depends(table_reader)],
+)
 def drop_table(table_id: TableId, services: ServicesDep, _admin: Admin, purge: bool = False) -> None:
     """Forget the table. Its files stay on storage: readers such as pypaimon, or the table registered
     again, still find them.

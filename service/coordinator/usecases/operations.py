@@ -13,6 +13,7 @@ from coordinator.access.audit import AuditLog
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
 from coordinator.db.repositories.transaction_history import committed_rows_of
+from coordinator.db.scope import TableScope
 from coordinator.errors import LockNotFound
 from coordinator.locks.base import LockBackend
 from coordinator.observability.metrics import Metrics
@@ -24,6 +25,7 @@ from coordinator_client.models import (
     AuditListResponse,
     CommitRecordModel,
     CommitsOverviewResponse,
+    InFlightCommitModel,
     LockListResponse,
     LockModel,
     LockWaiterModel,
@@ -48,11 +50,11 @@ class Operations:
         self._audit = audit
         self._metrics = metrics
 
-    def locks(self) -> LockListResponse:
+    def locks(self, scope: TableScope | None = None) -> LockListResponse:
         """Held locks with the commits of this instance waiting for each (waiters in other instances
-        show on their own /locks)."""
+        show on their own /locks); with `scope`, only the locks of the tables inside it."""
         waiting: dict[str, list[LockWaiterModel]] = defaultdict(list)
-        for commit in self._committer.in_flight():
+        for commit in _in_scope(self._committer.in_flight(), scope):
             if commit.phase == "lockWait":
                 waiting[commit.table_id].append(
                     LockWaiterModel(
@@ -65,6 +67,8 @@ class Operations:
         locks = []
         for held in self._locks.held():
             table_id = table_of_lock(held.lock_id)
+            if scope is not None and (table_id is None or not scope.covers(table_id)):
+                continue
             locks.append(
                 LockModel(
                     lock_id=held.lock_id,
@@ -99,17 +103,22 @@ class Operations:
         )
         return ReleaseLockResponse(lock_id=lock_id, released=True, owner=released.owner, epoch=released.epoch)
 
-    def commits(self, *, limit: int, table_id: str | None = None) -> CommitsOverviewResponse:
-        """Commits in flight in this instance, and the latest recorded ones of every instance."""
+    def commits(
+        self, *, limit: int, table_id: str | None = None, scope: TableScope | None = None
+    ) -> CommitsOverviewResponse:
+        """Commits in flight in this instance, and the latest recorded ones of every instance; with
+        `scope`, of the tables inside it only, and a transaction's entry names only those."""
         with read_only(self._engine) as conn:
-            stored = repo.list_commits(conn, table_id, limit)
+            stored = repo.list_commits(conn, table_id, limit, scope)
             if table_id is not None:
-                stored += _other_parts(conn, stored)
-        in_flight = [c for c in self._committer.in_flight() if table_id is None or c.table_id == table_id]
+                stored += _other_parts(conn, stored, scope)
+        in_flight = [
+            c for c in _in_scope(self._committer.in_flight(), scope) if table_id in (None, c.table_id)
+        ]
         records = one_entry_per_transaction([commit_record(c) for c in stored])
         if table_id is not None:
             records = [r for r in records if r.table_id == table_id]  # not the other parts themselves
-        return CommitsOverviewResponse(in_flight=in_flight, recent=records)
+        return CommitsOverviewResponse(in_flight=in_flight, recent=scoped_records(records, scope))
 
     def audit(self, *, limit: int) -> AuditListResponse:
         return AuditListResponse(
@@ -122,9 +131,44 @@ class Operations:
         )
 
 
-def _other_parts(conn: Connection, stored: list[repo.StoredCommit]) -> list[repo.StoredCommit]:
-    """For a history of one table: the rows the listed transactions recorded for their other tables,
-    so that each entry lists every table's snapshots (one_entry_per_transaction picks each one's)."""
+def _in_scope(commits: list[InFlightCommitModel], scope: TableScope | None) -> list[InFlightCommitModel]:
+    """The commits in flight on a table inside `scope`; a transaction's only with its tables inside,
+    under the first of them."""
+    if scope is None:
+        return commits
+    shown = []
+    for commit in commits:
+        tables = [t for t in (commit.tables or [commit.table_id]) if scope.covers(t)]
+        if tables:
+            update = {"table_id": tables[0], "tables": tables if commit.tables else None}
+            shown.append(commit.model_copy(update=update))
+    return shown
+
+
+def scoped_records(records: list[CommitRecordModel], scope: TableScope | None) -> list[CommitRecordModel]:
+    """History as a token limited to `scope` sees it: a transaction's entry names only the tables
+    inside (in `transaction` and in `details`), so that it learns nothing of the others."""
+    if scope is None:
+        return records
+    shown = []
+    for record in records:
+        update: dict[str, object] = {}
+        if record.transaction is not None:
+            update["transaction"] = [t for t in record.transaction if scope.covers(t.table)]
+        tables = (record.details or {}).get("transaction")
+        if isinstance(tables, list):
+            inside = [t for t in tables if scope.covers(str(t))]
+            update["details"] = {**(record.details or {}), "transaction": inside}
+        shown.append(record.model_copy(update=update) if update else record)
+    return shown
+
+
+def _other_parts(
+    conn: Connection, stored: list[repo.StoredCommit], scope: TableScope | None
+) -> list[repo.StoredCommit]:
+    """For a history of one table: the rows the listed transactions recorded for their other tables
+    (inside `scope`), so that each entry lists every table's snapshots (one_entry_per_transaction picks
+    each one's)."""
     asked: set[tuple[str, int, tuple[str, ...]]] = set()
     found: dict[int, repo.StoredCommit] = {}
     for row in stored:
@@ -135,7 +179,7 @@ def _other_parts(conn: Connection, stored: list[repo.StoredCommit]) -> list[repo
         if key in asked:
             continue
         asked.add(key)
-        others = [t for t in key[2] if t != row.table_id]
+        others = [t for t in key[2] if t != row.table_id and (scope is None or scope.covers(t))]
         for part in committed_rows_of(conn, others, row.commit_user, row.identifier):
             if (part.details or {}).get("transaction") == tables:
                 found[part.id] = part

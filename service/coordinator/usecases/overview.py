@@ -18,6 +18,7 @@ from sqlalchemy import Engine
 from coordinator.clock import Clock
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
+from coordinator.db.scope import TableScope
 from coordinator.usecases.table_pages import TableEntry
 from coordinator.usecases.tables import Tables
 from coordinator_client.models import (
@@ -52,24 +53,28 @@ class Overview:
         page_token: str | None = None,
         database: str | None = None,
         name_prefix: str | None = None,
+        scope: TableScope | None = None,
     ) -> OverviewResponse:
-        """Raises:
-        InvalidRequest: a bad page token.
+        """Of every table, or (`scope`) of those a token limited by a grant may read: its totals,
+        throughput, latency and conflicts are those of its tables alone.
+
+        Raises:
+            InvalidRequest: a bad page token.
         """
         now = self._clock.now()
         this_minute = math.floor(now / 60) * 60
         since = this_minute - (window_minutes - 1) * 60
         page = self._tables.page(
-            limit=limit, page_token=page_token, database=database, name_prefix=name_prefix
+            limit=limit, page_token=page_token, database=database, name_prefix=name_prefix, scope=scope
         )
         ids = [e.id for e in page.entries]
         with read_only(self._engine) as conn:
-            totals = repo.table_totals(conn)
+            totals = repo.table_totals(conn, scope)
             counts = repo.table_commit_counts(conn, ids)
             by_type = repo.rejections_by_type(conn, ids)
-            per_minute = repo.commit_counts_per_minute(conn, since)
-            timings = repo.committed_timings(conn, since, TIMINGS_READ_LIMIT)
-            rejections = repo.latest_rejections(conn, LATEST_CONFLICTS)
+            per_minute = repo.commit_counts_per_minute(conn, since, scope)
+            timings = repo.committed_timings(conn, since, TIMINGS_READ_LIMIT, scope)
+            rejections = repo.latest_rejections(conn, LATEST_CONFLICTS, scope)
         return OverviewResponse(
             now=now,
             window_minutes=window_minutes,

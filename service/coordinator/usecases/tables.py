@@ -13,6 +13,7 @@ from coordinator.clock import Clock
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
 from coordinator.db.repositories.databases import insert_database
+from coordinator.db.scope import TableScope
 from coordinator.domain.locations import is_root, location_key
 from coordinator.domain.table_schema import TableShape
 from coordinator.errors import (
@@ -168,8 +169,10 @@ class Tables:
         page_token: str | None = None,
         database: str | None = None,
         name_prefix: str | None = None,
+        scope: TableScope | None = None,
     ) -> TablePage:
-        """One page of tables in (database, name) order, from the database alone (sizes included).
+        """One page of tables in (database, name) order, from the database alone (sizes included); of
+        the tables inside `scope` only, if given.
 
         Raises:
             InvalidRequest: a page token this service did not give out.
@@ -177,7 +180,7 @@ class Tables:
         after = decode_page_token(page_token) if page_token else None
         with self._engine.connect() as conn:
             rows = repo.list_tables(
-                conn, limit=limit + 1, after=after, database=database, name_prefix=name_prefix
+                conn, limit=limit + 1, after=after, database=database, name_prefix=name_prefix, scope=scope
             )
         entries = [table_entry(r) for r in rows[:limit]]
         more = len(rows) > limit

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from functools import partial
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 
 from coordinator.api.deps import LockThreadsDep, ServicesDep
 from coordinator.api.forwarding import at_the_holder
 from coordinator.api.rest_catalog.errors import responses
 from coordinator.api.rest_catalog.models import CommitTableRequest, CommitTableResponse
-from coordinator.api.rest_catalog.params import TablePath, TableWriter
+from coordinator.api.rest_catalog.params import TablePath, TableWriter, table_reader
 from coordinator.errors import (
     CommitConflict,
     InvalidRequest,
@@ -27,7 +27,10 @@ from coordinator.errors import (
 )
 from coordinator.usecases.snapshot_proposals import SnapshotProposal
 
-router = APIRouter(prefix="/{prefix}/databases/{database}/tables/{table}")
+# Every route names a table: one outside the token's grant is 403 before it is looked up.
+router = APIRouter(
+    prefix="/{prefix}/databases/{database}/tables/{table}", dependencies=[Depends(table_reader)]
+)
 
 
 @router.post(

@@ -9,17 +9,20 @@ check the coordinator makes, so they go no further than the token's own rights.
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 
 from coordinator.api.auth import Caller
 from coordinator.api.deps import ServicesDep
 from coordinator.api.rest_catalog.errors import responses
 from coordinator.api.rest_catalog.models import GetTableTokenResponse
-from coordinator.api.rest_catalog.params import TablePath
+from coordinator.api.rest_catalog.params import TablePath, table_reader
 from coordinator.errors import Forbidden, NotSupported, StorageUnavailable, TableNotFound
 from coordinator.storage.session_credentials import Access
 
-router = APIRouter(prefix="/{prefix}/databases/{database}/tables/{table}")
+# Every route names a table: one outside the token's grant is 403 before it is looked up.
+router = APIRouter(
+    prefix="/{prefix}/databases/{database}/tables/{table}", dependencies=[Depends(table_reader)]
+)
 
 
 @router.get("/token", responses=responses(Forbidden, TableNotFound, NotSupported, StorageUnavailable))

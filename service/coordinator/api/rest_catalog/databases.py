@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 
-from coordinator.api.auth import Admin
+from coordinator.api.auth import Admin, Caller
 from coordinator.api.deps import ServicesDep
 from coordinator.api.rest_catalog.errors import responses
 from coordinator.api.rest_catalog.models import (
@@ -21,7 +21,7 @@ from coordinator.api.rest_catalog.paging import (
     NamePattern,
     PageToken,
 )
-from coordinator.api.rest_catalog.params import DatabaseName, checked_database_name
+from coordinator.api.rest_catalog.params import DatabaseName, checked_database_name, database_reader
 from coordinator.errors import (
     DatabaseAlreadyExists,
     DatabaseNotFound,
@@ -35,12 +35,19 @@ router = APIRouter(prefix="/{prefix}/databases")
 @router.get("", responses=responses(InvalidRequest))
 def list_databases(
     services: ServicesDep,
+    caller: Caller,
     max_results: MaxResults = DEFAULT,
     page_token: PageToken = None,
     pattern: DatabaseNamePattern = None,
 ) -> ListDatabasesResponse:
-    """Names in order, one page at a time; `databaseNamePattern` takes a name or a `prefix%`."""
+    """Names in order, one page at a time; `databaseNamePattern` takes a name or a `prefix%`. A token
+    limited by a grant lists its grant's database only."""
     wanted = NamePattern.of(pattern, field="databaseNamePattern")
+    scope = caller.scope
+    if scope is not None:
+        if not wanted.matches(scope.database):
+            return ListDatabasesResponse(databases=[])
+        wanted = NamePattern(scope.database, exact=True)
     page = services.databases.page(limit=max_results, page_token=page_token, prefix=wanted.prefix)
     names, next_page = wanted.select(page.names, page.next_page_token)
     return ListDatabasesResponse(databases=names, next_page_token=next_page)
@@ -51,7 +58,7 @@ def create_database(body: CreateDatabaseRequest, services: ServicesDep, _admin: 
     services.databases.create(_checked_name(body.name), dict(body.options or {}))
 
 
-@router.get("/{database}", responses=responses(DatabaseNotFound))
+@router.get("/{database}", responses=responses(DatabaseNotFound), dependencies=[Depends(database_reader)])
 def get_database(database: DatabaseName, services: ServicesDep) -> GetDatabaseResponse:
     found = services.databases.get(database)
     return GetDatabaseResponse(

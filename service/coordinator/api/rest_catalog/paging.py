@@ -47,6 +47,11 @@ class NamePattern:
             raise InvalidRequest(f"{pattern!r}: only a name, or a name prefix and %, is served", field=field)
         return cls(stem, exact=stem == pattern)
 
+    def matches(self, name: str) -> bool:
+        if self.prefix is None:
+            return True
+        return name == self.prefix if self.exact else name.startswith(self.prefix)
+
     def select(self, names: list[str], next_page: str | None) -> tuple[list[str], str | None]:
         """The names of a page listed by `prefix` that match, and the next page's token. A whole name
         sorts before every longer name it prefixes, so its first page holds it or nothing does."""

@@ -11,10 +11,10 @@ import re
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Path
+from fastapi import Depends, Path, Request
 
 from coordinator.access.tokens import Principal
-from coordinator.api.auth import Caller
+from coordinator.api.auth import Caller, refusal
 from coordinator.api.deps import ServicesDep
 from coordinator.errors import CatalogNotFound, Forbidden, InvalidRequest, NotSupported
 from coordinator.usecases.tables import table_id_of
@@ -71,6 +71,25 @@ async def table_ref(
 
 
 TablePath = Annotated[TableRef, Depends(table_ref)]
+
+
+async def database_reader(database: DatabaseName, principal: Caller) -> Principal:
+    """A route of one database: tokens that read everything, or whose grant is in it. Decided on the
+    name alone, so a 403 says nothing of whether the database exists."""
+    if not principal.may_read_database(database):
+        raise Forbidden(
+            f"{principal.name} ({principal.role}, granted {principal.grant()}) may not read database "
+            f"{database}"
+        )
+    return principal
+
+
+async def table_reader(request: Request, table: TablePath, principal: Caller) -> Principal:
+    """A route of one table: tokens that read everything, or whose grant covers it (by name, before
+    the table is looked up)."""
+    if not principal.may_read(table.database, table.name):
+        raise refusal(principal, request.method, table.id)
+    return principal
 
 
 async def table_writer(table: TablePath, principal: Caller) -> Principal:

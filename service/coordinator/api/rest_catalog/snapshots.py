@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Depends, Path
 
 from coordinator.api.deps import LockThreadsDep, ServicesDep
 from coordinator.api.rest_catalog.errors import responses
@@ -19,7 +19,7 @@ from coordinator.api.rest_catalog.models import (
     TableSnapshot,
 )
 from coordinator.api.rest_catalog.paging import DEFAULT, MaxResults, PageToken
-from coordinator.api.rest_catalog.params import TablePath, TableWriter
+from coordinator.api.rest_catalog.params import TablePath, TableWriter, table_reader
 from coordinator.errors import (
     CommitConflict,
     InvalidRequest,
@@ -31,7 +31,10 @@ from coordinator.errors import (
 )
 from coordinator_client.models import REF_NAME_PATTERN, RollbackRequest
 
-router = APIRouter(prefix="/{prefix}/databases/{database}/tables/{table}")
+# Every route names a table: one outside the token's grant is 403 before it is looked up.
+router = APIRouter(
+    prefix="/{prefix}/databases/{database}/tables/{table}", dependencies=[Depends(table_reader)]
+)
 
 Version = Annotated[str, Path(pattern=REF_NAME_PATTERN, description="EARLIEST, LATEST, an id or a tag")]
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 
-from coordinator.api.auth import Admin
+from coordinator.api.auth import Admin, Caller
 from coordinator.api.deps import LockThreadsDep, ServicesDep
 from coordinator.api.rest_catalog.errors import responses
 from coordinator.api.rest_catalog.models import CreateTableRequest, GetTableResponse, ListTablesResponse
@@ -16,7 +16,7 @@ from coordinator.api.rest_catalog.paging import (
     TableNamePattern,
     TableType,
 )
-from coordinator.api.rest_catalog.params import DatabaseName, TablePath
+from coordinator.api.rest_catalog.params import DatabaseName, TablePath, database_reader, table_reader
 from coordinator.api.rest_catalog.schemas import native_create, table_response
 from coordinator.errors import (
     CommitConflict,
@@ -31,27 +31,34 @@ from coordinator.errors import (
 )
 from coordinator_client.models import AlterTableRequest
 
-router = APIRouter(prefix="/{prefix}/databases/{database}/tables")
+# Every route names a database: one outside the token's grant is 403 before anything is looked up.
+router = APIRouter(prefix="/{prefix}/databases/{database}/tables", dependencies=[Depends(database_reader)])
 
 
 @router.get("", responses=responses(InvalidRequest, DatabaseNotFound))
 def list_tables(
     database: DatabaseName,
     services: ServicesDep,
+    caller: Caller,
     max_results: MaxResults = DEFAULT,
     page_token: PageToken = None,
     pattern: TableNamePattern = None,
     table_type: TableType = None,
 ) -> ListTablesResponse:
     """Names in order, one page at a time; `tableNamePattern` takes a name or a `prefix%`. Every table
-    here is a Paimon table (`tableType` `table`); other types list nothing."""
+    here is a Paimon table (`tableType` `table`); other types list nothing. A token granted one table
+    lists that one."""
     wanted = NamePattern.of(pattern, field="tableNamePattern")
     services.databases.get(database)
     if table_type not in (None, "", "table"):
         return ListTablesResponse(tables=[])
     try:
         page = services.tables.page(
-            limit=max_results, page_token=page_token, database=database, name_prefix=wanted.prefix
+            limit=max_results,
+            page_token=page_token,
+            database=database,
+            name_prefix=wanted.prefix,
+            scope=caller.scope,
         )
     except InvalidRequest as error:
         raise InvalidRequest(error.message, field="pageToken") from None
@@ -70,7 +77,9 @@ def create_table(
     services.tables.create(request)
 
 
-@router.get("/{table}", responses=responses(TableNotFound, NotSupported))
+@router.get(
+    "/{table}", responses=responses(TableNotFound, NotSupported), dependencies=[Depends(table_reader)]
+)
 def get_table(table: TablePath, services: ServicesDep) -> GetTableResponse:
     """The table as Paimon's clients load it: `isExternal` false (so they commit through POST
     .../commit), `path` its location with its scheme, `id` its uuid."""

@@ -7,14 +7,14 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Depends, Path, Query
 
 from coordinator.api.auth import Admin
 from coordinator.api.deps import LockThreadsDep, ServicesDep
 from coordinator.api.rest_catalog.errors import responses
 from coordinator.api.rest_catalog.models import CreateTagRequest, GetTagResponse, ListTagsResponse
 from coordinator.api.rest_catalog.paging import DEFAULT, MaxResults, PageToken
-from coordinator.api.rest_catalog.params import TablePath
+from coordinator.api.rest_catalog.params import TablePath, table_reader
 from coordinator.errors import (
     InvalidRequest,
     LockUnavailable,
@@ -26,7 +26,10 @@ from coordinator.errors import (
 )
 from coordinator_client.models import PRINTABLE_PATTERN, REF_NAME_PATTERN
 
-router = APIRouter(prefix="/{prefix}/databases/{database}/tables/{table}/tags")
+# Every route names a table: one outside the token's grant is 403 before it is looked up.
+router = APIRouter(
+    prefix="/{prefix}/databases/{database}/tables/{table}/tags", dependencies=[Depends(table_reader)]
+)
 
 TagName = Annotated[str, Path(max_length=200, pattern=REF_NAME_PATTERN)]
 TagPrefix = Annotated[str | None, Query(alias="tagNamePrefix", max_length=200, pattern=PRINTABLE_PATTERN)]

@@ -9,6 +9,7 @@ from sqlalchemy import Connection, RowMapping, bindparam, delete, insert, or_, s
 
 from coordinator.db.models import CommitRow
 from coordinator.db.repositories._rows import first
+from coordinator.db.scope import TableScope
 from coordinator_client.format.snapshot import BATCH_IDENTIFIER
 
 
@@ -209,11 +210,15 @@ def update_commit_timings(
         )
 
 
-def list_commits(conn: Connection, table_id: str | None, limit: int) -> list[StoredCommit]:
-    """Newest first, of one table or (None) of all tables."""
+def list_commits(
+    conn: Connection, table_id: str | None, limit: int, scope: TableScope | None = None
+) -> list[StoredCommit]:
+    """Newest first, of one table or (None) of all tables, inside `scope` if given."""
     query = select(CommitRow.__table__).order_by(CommitRow.id.desc()).limit(limit)
     if table_id is not None:
         query = query.where(CommitRow.table_id == table_id)
+    if scope is not None:
+        query = query.where(scope.table_ids(CommitRow.table_id))
     return [stored_commit(r) for r in conn.execute(query).mappings()]
 
 

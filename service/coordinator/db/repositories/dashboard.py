@@ -9,6 +9,7 @@ from sqlalchemy import Connection, Integer, case, cast, func, select
 
 from coordinator.db.models import CommitRow
 from coordinator.db.repositories.commits import StoredCommit, stored_commit
+from coordinator.db.scope import TableScope, within
 
 
 @dataclass(frozen=True)
@@ -59,16 +60,18 @@ def rejections_by_type(conn: Connection, table_ids: Sequence[str] | None = None)
     return counts
 
 
-def commit_counts_per_minute(conn: Connection, since: float) -> list[tuple[float, str, int]]:
-    """(start of the minute, outcome, count) of the commit attempts recorded since `since`; counted by the
-    database, so a busy window is counted whole."""
+def commit_counts_per_minute(
+    conn: Connection, since: float, scope: TableScope | None = None
+) -> list[tuple[float, str, int]]:
+    """(start of the minute, outcome, count) of the commit attempts recorded since `since` (of the
+    tables inside `scope`, if given); counted by the database, so a busy window is counted whole."""
     scaled = CommitRow.created_at / 60
     # SQLite may lack floor(); its CAST truncates, which is floor for these positive times. Elsewhere CAST
     # to an integer rounds, so floor() it is.
     minute = cast(scaled, Integer) if conn.dialect.name == "sqlite" else func.floor(scaled)
     minutes = (
         select(minute.label("minute"), CommitRow.outcome)
-        .where(CommitRow.action == "commit", CommitRow.created_at >= since)
+        .where(CommitRow.action == "commit", CommitRow.created_at >= since, within(scope, CommitRow.table_id))
         .subquery()
     )
     rows = conn.execute(
@@ -79,22 +82,33 @@ def commit_counts_per_minute(conn: Connection, since: float) -> list[tuple[float
     return [(float(m) * 60, outcome, int(count)) for m, outcome, count in rows]
 
 
-def committed_timings(conn: Connection, since: float, limit: int) -> list[dict[str, float]]:
-    """The phase timings of the newest `limit` commits committed since `since`."""
+def committed_timings(
+    conn: Connection, since: float, limit: int, scope: TableScope | None = None
+) -> list[dict[str, float]]:
+    """The phase timings of the newest `limit` commits committed since `since` (inside `scope`)."""
     rows = conn.execute(
         select(CommitRow.timings)
-        .where(CommitRow.action == "commit", CommitRow.outcome == "committed", CommitRow.created_at >= since)
+        .where(
+            CommitRow.action == "commit",
+            CommitRow.outcome == "committed",
+            CommitRow.created_at >= since,
+            within(scope, CommitRow.table_id),
+        )
         .order_by(CommitRow.created_at.desc())
         .limit(limit)
     ).scalars()
     return list(rows)
 
 
-def latest_rejections(conn: Connection, limit: int) -> list[StoredCommit]:
-    """The newest rejected commit attempts of every table, newest first."""
+def latest_rejections(conn: Connection, limit: int, scope: TableScope | None = None) -> list[StoredCommit]:
+    """The newest rejected commit attempts of every table (inside `scope`), newest first."""
     rows = conn.execute(
         select(CommitRow.__table__)
-        .where(CommitRow.action == "commit", CommitRow.outcome == "rejected")
+        .where(
+            CommitRow.action == "commit",
+            CommitRow.outcome == "rejected",
+            within(scope, CommitRow.table_id),
+        )
         .order_by(CommitRow.created_at.desc(), CommitRow.id.desc())
         .limit(limit)
     ).mappings()

@@ -24,6 +24,7 @@ from sqlalchemy import (
 from coordinator.db.models import CommitRow, LiveFileRow, LiveIndexRow, SnapshotRow, TableRow
 from coordinator.db.repositories._rows import first
 from coordinator.db.repositories.commits import RecordKey, StoredCommit, record_key, stored_commit
+from coordinator.db.scope import TableScope, within
 from coordinator_client.format.snapshot import BATCH_IDENTIFIER
 
 
@@ -58,10 +59,14 @@ def list_tables(
     after: tuple[str, str] | None = None,
     database: str | None = None,
     name_prefix: str | None = None,
+    scope: TableScope | None = None,
 ) -> list[TableRow]:
     """At most `limit` tables in (database, name) order, those after `after` (keyset pagination on
-    ux_paimon_tables_database_name, never OFFSET), of one database and with a name prefix if given."""
+    ux_paimon_tables_database_name, never OFFSET), of one database and with a name prefix if given,
+    inside `scope` if given."""
     query = select(TableRow.__table__)
+    if scope is not None:
+        query = query.where(scope.tables(TableRow.database, TableRow.name))
     if after is not None:
         query = query.where(tuple_(TableRow.database, TableRow.name) > tuple_(*after))
     if database is not None:
@@ -88,7 +93,8 @@ class TableTotals:
     file_bytes: int
 
 
-def table_totals(conn: Connection) -> TableTotals:
+def table_totals(conn: Connection, scope: TableScope | None = None) -> TableTotals:
+    """Over every table, or those inside `scope`."""
     row = conn.execute(
         select(
             func.count(),
@@ -96,7 +102,7 @@ def table_totals(conn: Connection) -> TableTotals:
             func.coalesce(func.sum(TableRow.total_record_count), 0),
             func.coalesce(func.sum(TableRow.file_count), 0),
             func.coalesce(func.sum(TableRow.file_bytes), 0),
-        )
+        ).where(within(scope, TableRow.id))
     ).one()
     return TableTotals(*(int(v) for v in row))
 
