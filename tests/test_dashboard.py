@@ -287,8 +287,8 @@ def test_dashboard_asks_for_a_token_and_survives_failing_panels(
         expect(row).to_be_visible(timeout=15_000)
         expect(form).to_be_hidden()
 
-        # Every token reads all the service shows, so the browser's network layer plays a service
-        # that forbids one panel's data to this token.
+        # No token is refused a panel's data (one limited by a grant gets its grant's share), so the
+        # browser's network layer plays a service that forbids one panel's data to this token.
         page.route(
             "**/locks", lambda route: route.fulfill(status=403, json={"code": "FORBIDDEN", "message": "no"})
         )

@@ -2,7 +2,8 @@
 rollback and orphan cleanup.
 
 Admins only, but for consumers: a streaming job that reads the table moves its own consumer, so a writer
-token granted the table may too. Who asked (the token's name) is recorded in the history.
+token granted the table may too. Who asked (the token's name) is recorded in the history. Listing tags
+and consumers is a read: whoever may read the table.
 """
 
 from __future__ import annotations
