@@ -170,8 +170,12 @@ def test_readers_get_read_only_sessions_when_the_operator_says_so(
         http = served.http
         written = http.get(token_path("a.t1"), headers=bearer(tokens.writer_a)).json()["token"]
         read = http.get(token_path("a.t1"), headers=bearer(tokens.reader)).json()["token"]
-        # A writer of another database reads a.t1 as a reader does: with the same read-only session.
-        assert http.get(token_path("a.t1"), headers=bearer(tokens.writer_b)).json()["token"] == read
+        # A writer of another database may not read a.t1 at all (a grant bounds reads too): no session,
+        # read-only or not, whatever the operator lets readers have.
+        refused = http.get(token_path("a.t1"), headers=bearer(tokens.writer_b))
+        assert refused.status_code == 403
+        assert "may not read a.t1" in refused.json()["message"]
+        assert "fs.s3" not in refused.text
         assert read["fs.s3.accessKeyId"] not in (written["fs.s3.accessKeyId"], ACCESS_KEY)
 
         assert pypaimon_process(served.url, tokens.reader, "a.t1", "read", tmp_path) == ROWS
