@@ -46,9 +46,10 @@ def test_metrics_count_the_commits_made(live_server: Any) -> None:
     with CoordinatorClient(live_server.url, timeout=60) as client:
         http = httpx.Client(base_url=live_server.url, timeout=60)
         table = create_table(http, "db", "t", {"dt": "STRING", "id": "BIGINT"}, partitionKeys=["dt"])
-        for n in range(3):
-            client.commit(table.id, _commit(table, "writer", n, n))
-        resent = client.commit(table.id, _commit(table, "writer", 2, 99))  # same user + identifier
+        bodies = [_commit(table, "writer", n, n) for n in range(3)]
+        for body in bodies:
+            client.commit(table.id, body)
+        resent = client.commit(table.id, bodies[2])  # the same commit sent again
         assert resent.deduplicated is True
         with pytest.raises(Conflict):
             client.commit(table.id, _commit(table, "strict", 0, 5, baseSnapshotId=1))
