@@ -270,6 +270,11 @@ def test_a_refused_path_is_in_the_access_log(two: TwoTables, caplog: pytest.LogC
     (line,) = [r for r in caplog.records if getattr(r, "audit", None) == "refuse-path"]
     assert (line.table, line.door, line.actor) == ("a.t1", "rest-commit", "hostile-writer")  # type: ignore[attr-defined]
     assert line.field == "snapshot.deltaManifestList[0].entries[0].fileName"  # type: ignore[attr-defined]
+    # And a row of the audit log, naming the caller the door knows (no tokens here: the default admin).
+    audit = two.http.get("/audit").json()["entries"]
+    (row,) = [e for e in audit if e["action"] == "refuse-path"]
+    assert (row["target"], row["details"]["door"]) == ("a.t1", "rest-commit")
+    assert row["details"]["field"] == "snapshot.deltaManifestList[0].entries[0].fileName"
 
 
 def _outsider_snapshots(two: TwoTables, *, deleted_again: bool) -> None:

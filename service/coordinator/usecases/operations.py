@@ -14,9 +14,10 @@ from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
 from coordinator.db.repositories.transaction_history import committed_rows_of
 from coordinator.db.scope import TableScope
-from coordinator.errors import LockNotFound
+from coordinator.errors import LockNotFound, PathOutsideTable
 from coordinator.locks.base import LockBackend
 from coordinator.observability.metrics import Metrics
+from coordinator.usecases import path_refusals
 from coordinator.usecases.commits import Committer
 from coordinator.usecases.reads import commit_record
 from coordinator.usecases.tables import TABLE_LOCK_PREFIX
@@ -119,6 +120,12 @@ class Operations:
         if table_id is not None:
             records = [r for r in records if r.table_id == table_id]  # not the other parts themselves
         return CommitsOverviewResponse(in_flight=in_flight, recent=scoped_records(records, scope))
+
+    def audit_path_refusal(self, actor: str, table_id: str, refused: PathOutsideTable, door: str) -> None:
+        """A request that named a path outside its table, in the audit log with the token that sent it
+        (the use case that refused it logged the line; only the door knows the caller)."""
+        details = {"door": door, "field": refused.field, "reason": refused.message}
+        self._audit.record(actor[:200], path_refusals.ACTION, table_id, details)
 
     def audit(self, *, limit: int) -> AuditListResponse:
         return AuditListResponse(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import partial
 
 from fastapi import APIRouter, Depends, Request, Response
+from starlette.concurrency import run_in_threadpool
 
 from coordinator.api.deps import LockThreadsDep, ServicesDep
 from coordinator.api.forwarding import at_the_holder
@@ -21,6 +22,7 @@ from coordinator.errors import (
     InvalidRequest,
     LockUnavailable,
     NotSupported,
+    PathOutsideTable,
     PayloadTooLarge,
     StorageUnavailable,
     TableNotFound,
@@ -47,7 +49,7 @@ async def commit(
     services: ServicesDep,
     threads: LockThreadsDep,
     request: Request,
-    _writer: TableWriter,
+    writer: TableWriter,
 ) -> CommitTableResponse | Response:
     """`success: true` when the snapshot is published now or was already (a resend); `false` when its
     base is not the head. 404 TABLE also for a `tableId` that is not the table's uuid (it was dropped
@@ -60,7 +62,12 @@ async def commit(
         statistics=[dict(s) for s in body.statistics],
     )
     commit = partial(services.committer.commit_snapshot, table.id, proposal)
-    published = await at_the_holder(request, threads, commit)
+    try:
+        published = await at_the_holder(request, threads, commit)
+    except PathOutsideTable as refused:
+        audit = services.operations.audit_path_refusal
+        await run_in_threadpool(audit, writer.name, table.id, refused, "rest-commit")
+        raise
     if isinstance(published, Response):
         return published  # the answer of the replica holding the table's lock
     return CommitTableResponse(success=published)
