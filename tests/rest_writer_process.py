@@ -3,7 +3,9 @@ WRITER COMMITS` commits COMMITS one-row batches, row ids WRITER * 1000 + i, and 
 
 from __future__ import annotations
 
+import subprocess
 import sys
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -17,6 +19,17 @@ def main(url: str, table_id: str, writer: int, commits: int) -> None:
     for i in range(commits):
         write_rows(table, pa.Table.from_pylist([{"id": writer * 1000 + i, "writer": writer}], schema=SCHEMA))
     print(commits, flush=True)
+
+
+def start(url: str, table_id: str, writer: int, commits: int) -> subprocess.Popen[str]:
+    """The writer started as a process of its own, its output piped."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.rest_writer_process", url, table_id, str(writer), str(commits)],
+        cwd=Path(__file__).parent.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 if __name__ == "__main__":

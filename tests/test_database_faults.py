@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,6 +29,7 @@ from coordinator.settings import Settings
 from coordinator.usecases.overwrite_watch import OverwriteWatch
 from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import CommitRequest
+from tests import rest_writer_process
 from tests.conftest import LiveServer
 from tests.paimon_files import PaimonTable, create_table, read_text
 from tests.pause import PausedCall
@@ -41,7 +40,6 @@ from tests.served import ServedCoordinator
 
 pytestmark = pytest.mark.postgres
 
-ROOT = Path(__file__).parent.parent
 V1_TABLE = "/v1/paimon/databases/db/tables/t"
 FIELDS = {"id": "BIGINT", "writer": "INT"}
 
@@ -302,24 +300,7 @@ def test_rest_writers_on_two_replicas_lose_nothing_when_the_database_is_killed_a
         for replica in replicas:
             replica.wait_healthy()
         table = create_rest_table(rest_catalog(replicas[0].url), "db.t", SCHEMA)
-        writers = [
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "tests.rest_writer_process",
-                    replicas[w % 2].url,
-                    "db.t",
-                    str(w),
-                    str(COMMITS),
-                ],
-                cwd=ROOT,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for w in range(WRITERS)
-        ]
+        writers = [rest_writer_process.start(replicas[w % 2].url, "db.t", w, COMMITS) for w in range(WRITERS)]
         head = 0
         deadline = time.monotonic() + 300
         while head < WRITERS * COMMITS // 3:  # mid-load: a third of the commits acknowledged

@@ -4,15 +4,12 @@ through pypaimon's own filesystem catalog loses commits on S3: `bench/rest_commi
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import httpx
 import pytest
 
 from coordinator.usecases.snapshot_acceptance import REBASE_APPENDS
 from coordinator_client.format.snapshot import Snapshot
+from tests import rest_writer_process
 from tests.conftest import LiveServer
 from tests.paimon_files import read_text
 from tests.rest_writer_process import SCHEMA
@@ -21,7 +18,6 @@ from tests.rest_writers import create_rest_table, read_rows, rest_catalog
 STORES = ("local", "s3")
 WRITERS = 4
 COMMITS = 20
-ROOT = Path(__file__).parent.parent
 
 
 @pytest.mark.slow  # writer processes that each start pypaimon
@@ -32,24 +28,7 @@ def test_four_rest_writer_processes_lose_nothing(live_server: LiveServer, rebase
     catalog = rest_catalog(live_server.url)
     options = {REBASE_APPENDS: "true"} if rebase_appends else {}
     table = create_rest_table(catalog, "db.shared", SCHEMA, options=options)
-    writers = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tests.rest_writer_process",
-                live_server.url,
-                "db.shared",
-                str(w),
-                str(COMMITS),
-            ],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for w in range(WRITERS)
-    ]
+    writers = [rest_writer_process.start(live_server.url, "db.shared", w, COMMITS) for w in range(WRITERS)]
     for writer in writers:
         out, err = writer.communicate(timeout=600)
         assert writer.returncode == 0, err[-3000:]
