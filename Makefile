@@ -51,14 +51,18 @@ pytest: services
 bench: services install-dev
 	$(BIN)/python bench/run.py
 
-## The Spark example jobs, against a coordinator that `make serve` started.
+## The README's quick start, then the Spark example jobs, against a coordinator that `make serve` started
+## (or the one at URL). Each job has tables of its own, so the target passes again and again.
+## tests/spark/test_examples.py runs these very lines.
+URL ?= http://127.0.0.1:8080
 examples: install
-	$(PIP) './client[spark]'
-	$(BIN)/python examples/batch_job.py
-	$(BIN)/python examples/compaction_job.py
-	$(BIN)/python examples/changes_job.py
-	$(BIN)/python examples/streaming_job.py
-	$(BIN)/python examples/transaction_job.py
+	$(PIP) './client[spark]' pypaimon
+	$(BIN)/python examples/quickstart.py $(URL)
+	$(BIN)/python examples/batch_job.py $(URL)
+	$(BIN)/python examples/compaction_job.py $(URL)
+	$(BIN)/python examples/changes_job.py $(URL)
+	$(BIN)/python examples/streaming_job.py $(URL)
+	$(BIN)/python examples/transaction_job.py $(URL)
 
 openapi: install
 	$(BIN)/coordinator openapi --output openapi/openapi.json

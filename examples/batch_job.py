@@ -12,7 +12,7 @@ from _common import coordinator_client, coordinator_url, spark_session
 from coordinator_client import CoordinatorClient, NotFound
 from coordinator_client.spark import NAME, register
 
-TABLE = "sales.orders"
+TABLE = "examples.orders"
 
 
 def ensure_table(client: CoordinatorClient) -> None:
@@ -21,7 +21,7 @@ def ensure_table(client: CoordinatorClient) -> None:
     except NotFound:
         client.create_table(
             {
-                "database": "sales",
+                "database": "examples",
                 "name": "orders",
                 "fields": [
                     {"name": "dt", "type": "STRING NOT NULL"},
@@ -65,7 +65,7 @@ def main(url: str) -> int:
         table = spark.read.format(NAME).option("url", url).load(TABLE)
         count = table.count()
         print(f"{TABLE} now holds {count:,} orders")
-        # With filter-pushdown only that partition's files are read (a DataFrame per query: see README).
+        # With filter-pushdown only that partition's files are read (a DataFrame per query: docs/spark.md).
         pushing = spark.read.format(NAME).option("url", url).option("filter-pushdown", "true")
         one_day = pushing.load(TABLE).where("dt = '2026-11-20'").count()
         first = spark.read.format(NAME).option("url", url).option("snapshot-id", "1").load(TABLE).count()

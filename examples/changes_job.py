@@ -1,4 +1,4 @@
-"""Changes job: read sales.orders as a stream of changes, the upserts and deletes of every commit.
+"""Changes job: read examples.orders as a stream of changes, the upserts and deletes of every commit.
 
 Run after batch_job.py: `python examples/changes_job.py [http://127.0.0.1:8080]`. The first run starts
 from the earliest snapshot still kept (the table as it was then, then every later commit's changes); the
@@ -14,7 +14,7 @@ from _common import coordinator_url, spark_session
 
 from coordinator_client.spark import NAME, register
 
-TABLE = "sales.orders"
+TABLE = "examples.orders"
 
 
 def main(url: str, work: Path = Path("examples-work")) -> dict[str, int]:

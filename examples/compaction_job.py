@@ -1,4 +1,4 @@
-"""Compaction job: merge every bucket of sales.orders into one sorted file at the top level.
+"""Compaction job: merge every bucket of examples.orders into one sorted file at the top level.
 
 Run after batch_job.py: `python examples/compaction_job.py [http://127.0.0.1:8080]`.
 """
@@ -9,7 +9,7 @@ from _common import coordinator_client, coordinator_url, spark_session
 
 from coordinator_client.spark import compact
 
-TABLE = "sales.orders"
+TABLE = "examples.orders"
 
 
 def main(url: str) -> int:

@@ -18,7 +18,7 @@ from _common import coordinator_client, coordinator_url, spark_session
 from coordinator_client import NotFound
 from coordinator_client.spark import NAME, register
 
-TABLE = "sales.events"
+TABLE = "examples.events"
 
 
 def main(url: str, work: Path = Path("examples-work")) -> int:
@@ -37,7 +37,7 @@ def main(url: str, work: Path = Path("examples-work")) -> int:
         except NotFound:
             client.create_table(
                 {
-                    "database": "sales",
+                    "database": "examples",
                     "name": "events",
                     "fields": [{"name": "id", "type": "BIGINT"}, {"name": "kind", "type": "STRING"}],
                 }

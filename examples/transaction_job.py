@@ -12,7 +12,7 @@ from _common import coordinator_client, coordinator_url, spark_session
 from coordinator_client import CoordinatorClient, NotFound
 from coordinator_client.spark import transaction
 
-INVOICES, CUSTOMERS = "billing.invoices", "billing.customers"
+INVOICES, CUSTOMERS = "examples.invoices", "examples.customers"
 DAY = 20261120
 
 
