@@ -1,6 +1,6 @@
 """Who may call what (issue 29, item 5): every route of the app, with each kind of token, against a real
-server with tokens required, checked against the README's table of routes x roles, parsed from the README
-itself, so the document and the behaviour cannot drift.
+server with tokens required, checked against the table of routes x roles in docs/operations.md, parsed from
+that document itself, so the document and the behaviour cannot drift.
 
 The answer checked is the class: 401, 403, or allowed (anything else: a valid request may still be a
 404, 409, 422 or 501 of its own). Every refused request is sent before any allowed one, and the
@@ -24,7 +24,7 @@ from tests.conftest import LiveServer
 from tests.paimon_files import PaimonTable, create_table, pypaimon_rows, tree_digest
 from tests.rest_writers import CATALOG_NAME
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ACCESS_DOC = Path(__file__).resolve().parent.parent / "docs" / "operations.md"
 MARKER = "<!-- route-access-table -->"
 ROLES = (
     "admin",
@@ -58,10 +58,10 @@ BODIES: dict[tuple[str, str], Any] = {
 BODY_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 
 
-def readme_table() -> dict[tuple[str, str], dict[str, str]]:
-    """(method, path) -> role -> the README's cell, from the table after MARKER."""
-    text = README.read_text()
-    assert MARKER in text, "the README lost its route table"
+def documented_table() -> dict[tuple[str, str], dict[str, str]]:
+    """(method, path) -> role -> the document's cell, from the table after MARKER."""
+    text = ACCESS_DOC.read_text()
+    assert MARKER in text, "docs/operations.md lost its route table"
     lines = text.split(MARKER, 1)[1].strip().splitlines()
     table = []
     for line in lines:
@@ -81,14 +81,14 @@ def readme_table() -> dict[tuple[str, str], dict[str, str]]:
 
 
 def answer_class(cell: str) -> str:
-    """401, 403, or allowed: what a README cell promises."""
+    """401, 403, or allowed: what a cell of the table promises."""
     match = re.match(r"(401|403)\b", cell)
     return match.group(1) if match else "allowed"
 
 
 def app_routes(server: LiveServer, http: httpx.Client) -> set[tuple[str, str]]:
     """Every operation of the app's OpenAPI document, and every route left out of it (the docs, the
-    dashboard's page, /v1's fallback as ANY): what the README's table must list, no more, no less."""
+    dashboard's page, /v1's fallback as ANY): what the documented table must list, no more, no less."""
     paths = http.get("/openapi.json").json()["paths"]
     routes = {(method.upper(), path) for path, operations in paths.items() for method in operations}
     # FastAPI includes routers lazily (app.routes holds the included routers, not their routes);
@@ -147,13 +147,15 @@ def _state(http: httpx.Client, admin: str, warehouse: Path) -> tuple[Any, ...]:
     return tables, histories, databases, locks, audit, rows, tree_digest(warehouse)
 
 
-def test_every_route_answers_every_role_as_the_readme_says(secured: LiveServer, warehouse: Path) -> None:
-    expected = readme_table()
+def test_every_route_answers_every_role_as_the_docs_say(secured: LiveServer, warehouse: Path) -> None:
+    expected = documented_table()
     walk = Walk(secured)
     admin = walk.tokens["admin"]
     assert admin is not None
     with httpx.Client(base_url=secured.url, timeout=60, headers={}) as http:
-        assert set(expected) == app_routes(secured, http), "the README's route table and the app differ"
+        assert set(expected) == app_routes(secured, http), (
+            "docs/operations.md's route table and the app differ"
+        )
         # Table a.t with a snapshot, so every read has something to show; b.t beside it.
         authed = httpx.Client(base_url=secured.url, timeout=60, headers={"Authorization": f"Bearer {admin}"})
         with authed:
