@@ -19,7 +19,7 @@ from sqlalchemy import select
 
 from coordinator.db.models import TableRow
 from coordinator.services import Services
-from coordinator.usecases.commits import Committer
+from coordinator.commit.pipeline import Committer
 from coordinator_client import AsyncCoordinatorClient, BadRequest, CoordinatorClient
 from coordinator_client.cli import main
 from coordinator_client.models import AddColumn, AlterTableRequest, CommitRequest, Move, RenameColumn
@@ -238,7 +238,7 @@ def test_a_commit_waiting_for_the_lock_during_an_alter_lands_on_the_new_schema(
     rows = [{"dt": DT, "id": 1, "v": "written before the alter"}]
     # Resolved against schema 0, then held before it takes the table's lock.
     waiting = PausedCall(
-        lambda: services.committer.commit(old.id, _batch(old, rows)), at=Committer._commit_group
+        lambda: services.committer.commit(old.id, _batch(old, rows)), at=Committer._lead
     )
     waiting.start()
     request = AlterTableRequest(changes=[AddColumn(field_names=["qty"], data_type="BIGINT")])

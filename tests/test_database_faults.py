@@ -26,7 +26,7 @@ from coordinator.db.migrate import upgrade
 from coordinator.db.repositories import live_files
 from coordinator.db.repositories.live_files import COPY_FROM
 from coordinator.settings import Settings
-from coordinator.usecases.overwrite_watch import OverwriteWatch
+from coordinator.commit.overwrite_watch import OverwriteWatch
 from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import CommitRequest
 from tests import rest_writer_process

@@ -27,7 +27,7 @@ from coordinator.locks.hive_metastore import HMS, HiveMetastoreLocks
 from coordinator.locks.lock_table import LockTable
 from coordinator.locks.renewal import LeaseKeeper
 from coordinator.settings import Settings
-from coordinator.usecases.commit_records import commit_point
+from coordinator.commit.commit_point import commit_point
 from coordinator_client.models import CommitRequest
 from tests.conftest import LiveServer, fresh_database
 from tests.hive_metastore_double import HiveMetastoreLockDouble

@@ -18,8 +18,8 @@ import httpx
 import pyarrow as pa
 import pytest
 
-from coordinator.usecases.commit_records import commit_point
-from coordinator.usecases.snapshot_acceptance import MANIFEST_MERGE_USER, REBASE_APPENDS
+from coordinator.commit.commit_point import commit_point
+from coordinator.commit.snapshot_acceptance import MANIFEST_MERGE_USER, REBASE_APPENDS
 from coordinator_client.format.manifest import (
     FileKind,
     SimpleStats,
@@ -113,7 +113,7 @@ def test_a_rest_commit_whose_base_moved(
         rest_commit, messages = prepare(table, events(range(3, 5)), overwrite=overwrite)
         with ThreadPoolExecutor(1) as pool:
             rest = pool.submit(rest_commit.commit, messages)
-            while committer.queued("db.events") == 0:  # pypaimon read snapshot 1 and now waits
+            while live_server.services.queues.depth("db.events") == 0:  # pypaimon read snapshot 1 and now waits
                 assert not rest.done(), rest.exception()
             assert [s.id for s in held.resume().snapshots] == [2]
             rest.result(timeout=60)

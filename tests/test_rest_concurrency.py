@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from coordinator.usecases.snapshot_acceptance import REBASE_APPENDS
+from coordinator.commit.snapshot_acceptance import REBASE_APPENDS
 from coordinator_client.format.snapshot import Snapshot
 from tests import rest_writer_process
 from tests.conftest import LiveServer

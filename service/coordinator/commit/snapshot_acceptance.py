@@ -22,14 +22,14 @@ import uuid
 from collections.abc import Mapping, Sequence
 
 from coordinator.clock import Clock
+from coordinator.commit.live_index import Delta, LiveIndex
+from coordinator.commit.member import Built, Member
+from coordinator.commit.snapshot_proposals import ProposedSnapshot
+from coordinator.commit.table_state import TableState
 from coordinator.domain.conflicts import Conflict, check_compare_and_set, check_conflicts
 from coordinator.domain.manifest_merge import merge_manifests
 from coordinator.domain.snapshot import WRITER_VERSION
 from coordinator.errors import InvalidRequest
-from coordinator.usecases.commit_queue import PendingCommit
-from coordinator.usecases.live_index import Delta, LiveIndex
-from coordinator.usecases.snapshot_proposals import ProposedSnapshot
-from coordinator.usecases.table_state import TableState
 from coordinator.usecases.tables import Table
 from coordinator_client.format.manifest import FileKind, ManifestFileMeta
 from coordinator_client.format.snapshot import CommitKind, Snapshot, carry_forward
@@ -45,12 +45,13 @@ MANIFEST_MERGE_USER = "paimon-coordinator-manifest-merge"
 def accept_proposal(
     table: Table,
     state: TableState,
-    member: PendingCommit,
+    member: Member,
+    built: Built,
     live_index: LiveIndex,
     overlay: Sequence[Delta],
     clock: Clock,
 ) -> None:
-    """Append the proposal's snapshot (and a manifest merge when due) to `member.snapshots`, advancing
+    """Append the proposal's snapshot (and a manifest merge when due) to `built`, advancing
     `state`.
 
     Raises:
@@ -60,7 +61,7 @@ def accept_proposal(
     proposed = member.proposed
     assert proposed is not None
     snapshot = proposed.snapshot
-    with member.timed("conflictCheck"):
+    with member.phases.timed("conflictCheck"):
         try:
             check_compare_and_set(state.snapshot, snapshot.id, proposed.base_snapshot_uuid)
             rebase = False
@@ -79,15 +80,14 @@ def accept_proposal(
             _check_base_holds_head(state, proposed)
     base = proposed.base
     if rebase:
-        with member.timed("manifestWrite"):
+        with member.phases.timed("manifestWrite"):
             snapshot, base = _rebased(table, state, proposed)
     live.apply(proposed.entries, snapshot.id)
     state.snapshot = snapshot
     state.data_manifests = base + proposed.delta
-    member.snapshots.append(snapshot)
-    member.deltas[snapshot.id] = proposed.entries
-    with member.timed("manifestWrite"):
-        _merge_when_due(table, state, member, clock)
+    built.add(snapshot, proposed.entries)
+    with member.phases.timed("manifestWrite"):
+        _merge_when_due(table, state, built, clock)
 
 
 def rebases_appends(options: Mapping[str, str]) -> bool:
@@ -145,7 +145,7 @@ def _check_base_holds_head(state: TableState, proposed: ProposedSnapshot) -> Non
         )
 
 
-def _merge_when_due(table: Table, state: TableState, member: PendingCommit, clock: Clock) -> None:
+def _merge_when_due(table: Table, state: TableState, built: Built, clock: Clock) -> None:
     manifests = state.manifests
     merged = _merged(table, state)
     if [m.file_name for m in merged] == [m.file_name for m in state.data_manifests]:
@@ -173,8 +173,7 @@ def _merge_when_due(table: Table, state: TableState, member: PendingCommit, cloc
     )
     state.snapshot = merge
     state.data_manifests = merged
-    member.snapshots.append(merge)
-    member.deltas[merge.id] = []
+    built.add(merge, [])
 
 
 def _merged(table: Table, state: TableState) -> list[ManifestFileMeta]:

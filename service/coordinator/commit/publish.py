@@ -20,27 +20,22 @@ recorded: when they differ, the outsider's snapshot is taken in as that id, our 
 (`Reapplication`), so the rows of an acknowledged commit come back.
 """
 
-from __future__ import annotations
-
 import logging
 import time
 from collections.abc import Sequence
 
 from sqlalchemy import Engine
 
+from coordinator.commit.member import TableDecisions
+from coordinator.commit.table_state import TableStates
 from coordinator.db import repositories as repo
-from coordinator.db.engine import autocommit, read_only
+from coordinator.db.engine import autocommit
 from coordinator.db.repositories import live_files as index
-from coordinator.domain.committable import ResolvedCommittable
 from coordinator.errors import StorageUnavailable
 from coordinator.observability.metrics import Metrics
 from coordinator.storage.fileio import FileIO
-from coordinator.usecases.commit_records import GroupResult
-from coordinator.usecases.live_index import LiveIndex
-from coordinator.usecases.reapplication import reapplication
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.table_hold import TableHolds
-from coordinator.usecases.table_state import SnapshotLoader, TableState, TableStates
 from coordinator.usecases.table_stats import delta_on_storage
 from coordinator.usecases.tables import Table, Tables
 from coordinator_client.format.snapshot import LATEST, Snapshot, format_hint
@@ -65,7 +60,6 @@ class Publication:
         tables: Tables,
         holds: TableHolds,
         states: TableStates,
-        live_index: LiveIndex,
         metrics: Metrics,
     ) -> None:
         self._engine = engine
@@ -74,120 +68,7 @@ class Publication:
         self._tables = tables
         self._holds = holds
         self._states = states
-        self._live_index = live_index
         self._metrics = metrics
-
-    def catch_up(
-        self, table: Table, context: repo.GroupContext, unpublished: Sequence[repo.StoredSnapshot]
-    ) -> tuple[TableState, list[ResolvedCommittable]]:
-        """Under the lock: publish what a crash left unpublished, take back an overwritten head, adopt
-        outside snapshots, and bring the in-memory state and the live-file index up to the table's head.
-
-        `context` is what the group read of the table under the lock; its head and index position spare
-        the commit path a read of each.
-
-        Returns the state and the committables to apply again (those of an overwritten head)."""
-        latest = context.latest_snapshot_id
-        files = [SnapshotFile(s.snapshot_id, s.body) for s in unpublished]
-        if files:
-            try:
-                self.publish(table, files)
-            except SnapshotTaken as taken:
-                # Recorded but never published nor acknowledged (a crash, or a store that failed): a
-                # resend of those commits finds no record of them and commits them again.
-                self.forget_taken(table, taken.snapshot_id)
-                latest = taken.snapshot_id - 1
-                files = [f for f in files if f.id < taken.snapshot_id]
-        # With nothing published just now, the head is the one the context read, and so is its text.
-        recorded = context.head_body if not files else self._published_body(table, latest)
-        overwritten = self._overwritten(table, latest, recorded)
-        lost = self._take_back(table, latest, overwritten) if overwritten is not None else []
-        latest = self._adopt_outside_snapshots(table, latest)
-        known = {f.id: f.body for f in files}
-        if overwritten is None and context.head_body is not None:
-            # A head another replica committed is built on from its recorded text, not read from storage.
-            known[context.latest_snapshot_id] = context.head_body
-        loader = SnapshotLoader(self._fileio, table, known)
-        state = self._states.at(table, latest, loader)
-        # The index position read with the context holds while the head is still the one read with it.
-        unmoved = not files and overwritten is None and latest == context.latest_snapshot_id
-        indexed_at = context.indexed_at if unmoved else None
-        self._live_index.catch_up(table, latest, loader, state.manifests, indexed_at=indexed_at)
-        return state, lost
-
-    def head_overwritten(self, table: Table, latest: int) -> bool:
-        """Whether snapshot `latest` on storage is not the one recorded (read-only: the periodic check)."""
-        return self._overwritten(table, latest, self._published_body(table, latest)) is not None
-
-    def _take_back(
-        self, table: Table, latest: int, found: tuple[Snapshot, SnapshotFile]
-    ) -> list[ResolvedCommittable]:
-        """Under the lock: when an outside writer overwrote published snapshot `latest`, record its
-        snapshot under that id instead (table size moved by both deltas, index rebuilt by the next commit).
-        When the lost one was a commit of ours, mark it `overwritten` and return its changes to apply
-        again on top; one we had adopted from another outside writer is theirs to redo ([])."""
-        ours, theirs = found
-        assert theirs.snapshot is not None  # read from its text
-        our_delta = delta_on_storage(self._fileio, table, ours)
-        their_delta = delta_on_storage(self._fileio, table, theirs.snapshot)
-        with self._engine.begin() as conn:
-            moved = repo.advance_latest_with_stats(
-                conn,
-                table.id,
-                latest,
-                latest,
-                total_record_count=theirs.snapshot.total_record_count,
-                files=their_delta.files - our_delta.files,
-                size=their_delta.bytes - our_delta.bytes,
-                at=time.time(),
-            )
-            if not moved:
-                raise RuntimeError(f"the head of {table.id} moved while its lock was held")
-            repo.delete_snapshots(conn, table.id, above=latest - 1)
-            repo.insert_snapshots(conn, table.id, [theirs.row(published=True)])
-            index.reset_index(conn, table.id)
-            acknowledged = repo.mark_overwritten(
-                conn, table.id, [(ours.commit_user, ours.commit_identifier, ours.id)]
-            )
-        self._states.invalidate(table.id)
-        if not acknowledged:
-            log.warning(
-                "adopted snapshot %d of %s was replaced on storage by another outside writer",
-                latest,
-                table.id,
-            )
-            return []
-        self._metrics.snapshots_overwritten.inc()
-        log.error(
-            "snapshot %d of %s, committed by %s/%d and acknowledged, was overwritten on storage by a writer "
-            "outside the coordinator; its changes are applied again on top",
-            latest,
-            table.id,
-            ours.commit_user,
-            ours.commit_identifier,
-        )
-        return [reapplication(self._fileio, table, ours)]
-
-    def _published_body(self, table: Table, snapshot_id: int) -> str | None:
-        """The text recorded for the snapshot if it is published."""
-        with read_only(self._engine) as conn:
-            row = repo.get_snapshot(conn, table.id, snapshot_id)
-        return row.body if row is not None and row.published else None
-
-    def _overwritten(
-        self, table: Table, latest: int, recorded: str | None
-    ) -> tuple[Snapshot, SnapshotFile] | None:
-        """(ours as recorded, theirs as on storage) when published snapshot `latest`, whose recorded text
-        is `recorded` (None: not published), differs on storage."""
-        if latest == 0 or recorded is None:
-            return None
-        try:
-            stored = self._fileio.read(table.layout.snapshot(latest)).decode()
-        except FileNotFoundError:
-            return None  # expired or rolled back by someone else: not an overwrite
-        if stored == recorded:
-            return None
-        return Snapshot.from_json(recorded), SnapshotFile.read(stored)
 
     def publish(self, table: Table, files: Sequence[SnapshotFile]) -> None:
         """Write snapshot files and the LATEST hint, then mark them published."""
@@ -195,7 +76,7 @@ class Publication:
         with autocommit(self._bookkeeping) as conn:
             repo.mark_published(conn, table.id, through=files[-1].id)
 
-    def publish_group(self, table: Table, files: Sequence[SnapshotFile], result: GroupResult) -> None:
+    def publish_group(self, decided: TableDecisions, files: Sequence[SnapshotFile]) -> None:
         """After a group's commit point: its snapshot files on storage. When an outside writer took one
         of their ids first, the members from there on are forgotten and decided again on top of it.
 
@@ -203,13 +84,14 @@ class Publication:
             StorageUnavailable: the store failed; the snapshots stand recorded, and the next commit to
                 the table (or a resend) publishes them.
         """
+        table = decided.table
         try:
             self.write(table, files)
         except SnapshotTaken as taken:
             # Our snapshots from the taken id on were never visible: forgotten, and their members
             # decided again on top of the outsider's snapshot.
             self.forget_taken(table, taken.snapshot_id)
-            result.requeue_from(taken.snapshot_id)
+            decided.requeue_from(taken.snapshot_id)
         except StorageUnavailable as failed:
             raise StorageUnavailable(
                 f"recorded as snapshot(s) up to {files[-1].id}, but publishing failed "
@@ -304,26 +186,3 @@ class Publication:
             finally:
                 self._holds.release(lease)
         return recovered
-
-    def _adopt_outside_snapshots(self, table: Table, latest: int) -> int:
-        while self._fileio.exists(table.layout.snapshot(latest + 1)):
-            adopted = SnapshotFile.read(self._fileio.read(table.layout.snapshot(latest + 1)).decode())
-            snapshot = adopted.snapshot
-            assert snapshot is not None  # read from its text
-            delta = delta_on_storage(self._fileio, table, snapshot)  # bounded by the delta
-            with self._engine.begin() as conn:
-                if not repo.advance_latest_with_stats(
-                    conn,
-                    table.id,
-                    latest,
-                    adopted.id,
-                    total_record_count=snapshot.total_record_count,
-                    files=delta.files,
-                    size=delta.bytes,
-                    at=snapshot.time_millis / 1000,
-                ):
-                    break
-                repo.insert_snapshots(conn, table.id, [adopted.row(published=True)])
-            log.info("adopted snapshot %d of %s written outside the coordinator", adopted.id, table.id)
-            latest = adopted.id
-        return latest

@@ -15,14 +15,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from coordinator.clock import Clock
+from coordinator.commit.live_index import Delta, LiveIndex
+from coordinator.commit.member import Built, Member
+from coordinator.commit.table_state import TableState
 from coordinator.domain.conflicts import check_base_snapshot, check_conflicts
 from coordinator.domain.live_files import LiveFiles
 from coordinator.domain.manifest_merge import merge_manifests
 from coordinator.domain.plan import SnapshotPlan, plan_snapshots, with_live_metadata
 from coordinator.domain.snapshot import ManifestLists, next_snapshot
-from coordinator.usecases.commit_queue import PendingCommit
-from coordinator.usecases.live_index import Delta, LiveIndex
-from coordinator.usecases.table_state import TableState
 from coordinator.usecases.tables import Table
 from coordinator_client.format.entry_encoding import encode_entries
 
@@ -30,12 +30,13 @@ from coordinator_client.format.entry_encoding import encode_entries
 def write_snapshots(
     table: Table,
     state: TableState,
-    member: PendingCommit,
+    member: Member,
+    built: Built,
     live_index: LiveIndex,
     overlay: Sequence[Delta],
     clock: Clock,
 ) -> None:
-    """Append the member's snapshots to `member.snapshots`, advancing `state` with each.
+    """Add the member's snapshots to `built`, advancing `state` with each.
 
     `overlay` holds the snapshots the group built before this member, not yet in the index.
 
@@ -43,19 +44,25 @@ def write_snapshots(
         Conflict: the committable does not apply on top of the state (its manifests stay to be
             discarded by the caller).
     """
-    with member.timed("conflictCheck"):
+    with member.phases.timed("conflictCheck"):
         check_base_snapshot(member.resolved.base_snapshot_id, state.snapshot_id)
         live = live_index.view(table, member.resolved, overlay, state.snapshot_id)
         plans = plan_snapshots(member.resolved, live, table.shape)
     for plan in plans:
-        _write_snapshot(table, state, live, plan, member, clock)
+        _write_snapshot(table, state, live, plan, member, built, clock)
 
 
 def _write_snapshot(
-    table: Table, state: TableState, live: LiveFiles, plan: SnapshotPlan, member: PendingCommit, clock: Clock
+    table: Table,
+    state: TableState,
+    live: LiveFiles,
+    plan: SnapshotPlan,
+    member: Member,
+    built: Built,
+    clock: Clock,
 ) -> None:
     shape = table.shape
-    with member.timed("conflictCheck"):
+    with member.phases.timed("conflictCheck"):
         plan = replace(plan, entries=with_live_metadata(plan.entries, live))
         check_conflicts(
             live,
@@ -63,7 +70,7 @@ def _write_snapshot(
             check_bucket_count=plan.check_bucket_count,
             decode_key=shape.decode_key if shape.has_primary_key else None,
         )
-    with member.timed("manifestWrite"):
+    with member.phases.timed("manifestWrite"):
         manifests = state.manifests
         base = merge_manifests(
             state.data_manifests, state.options, manifests.read, manifests.write, shape, manifests.concatenate
@@ -89,6 +96,4 @@ def _write_snapshot(
         live.apply(plan.entries, snapshot.id)
         state.snapshot = snapshot
         state.data_manifests = base + delta
-        member.snapshots.append(snapshot)
-        member.deltas[snapshot.id] = plan.entries
-        member.records[snapshot.id] = records
+        built.add(snapshot, plan.entries, records)

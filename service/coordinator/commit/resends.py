@@ -14,12 +14,12 @@ from typing import Literal
 
 from sqlalchemy import Engine
 
+from coordinator.commit.member import Member
+from coordinator.commit.snapshot_proposals import ProposedSnapshot
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
 from coordinator.domain.committable import ResolvedCommittable
 from coordinator.errors import CommitConflict, CoordinatorError, IdempotencyKeyReused, IdentifierReused
-from coordinator.usecases.commit_queue import PendingCommit
-from coordinator.usecases.snapshot_proposals import ProposedSnapshot
 from coordinator_client.format.snapshot import BATCH_IDENTIFIER, CommitKind
 from coordinator_client.models import CommitResponse, ConflictModel, RecordedCommitModel, SnapshotRef
 
@@ -103,7 +103,7 @@ def standing_commit(engine: Engine, table_id: str, resolved: ResolvedCommittable
 
 
 def record_of(
-    engine: Engine, table_id: str, context: repo.GroupContext, member: PendingCommit, head: int
+    engine: Engine, table_id: str, context: repo.GroupContext, member: Member, head: int
 ) -> Found | None:
     """The record `member` stands in some relation to, under the lock; None: it is a new commit.
     `head` is the snapshot the member would build on."""

@@ -1,17 +1,25 @@
-"""The parts of a multi-table transaction: one per table, each a PendingCommit resolved from the
-request's entry for that table, and the check that a resend is this very transaction."""
+"""A multi-table transaction's own steps: its parts (one per table, each a Member resolved from the
+request's entry for that table) and what their decisions come to (every part committed, a resend of this
+very transaction, or the first part's failure, naming its table or field)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from coordinator.commit.answers import refs
+from coordinator.commit.member import Intake, Member, Refused, Rejected, Replayed, TableDecisions
+from coordinator.commit.phases import PhaseTimer
+from coordinator.commit.resends import reused
 from coordinator.db import repositories as repo
 from coordinator.domain.committable import ResolvedCommittable, resolve_committable
-from coordinator.errors import DataFileMissing, IdentifierReused, InvalidRequest, TableNotFound
-from coordinator.usecases.commit_queue import Intake, PendingCommit
-from coordinator.usecases.commit_records import GroupResult, TableChange
-from coordinator.usecases.resends import reused
-from coordinator.usecases.table_state import TableState
+from coordinator.errors import (
+    CommitConflict,
+    DataFileMissing,
+    IdentifierReused,
+    InvalidRequest,
+    TableNotFound,
+)
 from coordinator.usecases.tables import Table, Tables, version_of
 from coordinator_client.models import (
     CommitRequest,
@@ -29,12 +37,7 @@ class TransactionPart:
     index: int
     """Its position in the request's `tables`, for the field an error names."""
     table: Table
-    member: PendingCommit
-    state: TableState | None = None
-    result: GroupResult | None = None
-    change: TableChange | None = None
-    state_at: int = 0
-    """The head its part was decided on top of."""
+    member: Member
 
 
 def intake_parts(
@@ -67,8 +70,8 @@ def intake_parts(
             raise TableNotFound(f"table {change.table} does not exist", field=f"tables[{i}].table") from None
         intake = _intake_of(_commit_request(request, change), i)
         resolved, _ = intake(table, now_millis)
-        member = PendingCommit(resolved, None, started, intake, version_of(table))
-        member.transaction = tuple(names)
+        member = Member(resolved, None, intake, version_of(table), transaction=tuple(names))
+        member.phases = PhaseTimer(started)
         parts.append(TransactionPart(i, table, member))
     return parts
 
@@ -142,3 +145,40 @@ def placed_file(failed: DataFileMissing, index: int) -> DataFileMissing:
     body: `tables[i].messages[j].newFiles[k]`."""
     field = f"tables[{index}].{failed.field}" if failed.field else f"tables[{index}].messages"
     return type(failed)(failed.message, field=field)
+
+
+def transaction_answer(
+    parts: Sequence[TransactionPart], decided: Sequence[TableDecisions]
+) -> TransactionResponse:
+    """What a transaction's decisions come to: every part committed, a resend of every part, or the first
+    part's failure raised (nothing was written then).
+
+    Raises:
+        CommitConflict (naming the table), IdentifierReused, InvalidRequest (naming the field).
+    """
+    by_member = {id(d.member): (t, d) for t in decided for d in t.decisions}
+    recorded = []
+    for part in parts:
+        found = by_member.get(id(part.member))
+        if found is None:
+            continue
+        table_decisions, decision = found
+        part.table = table_decisions.table
+        if isinstance(decision, Rejected):
+            conflict = decision.conflict
+            message = f"{part.table.id}: {conflict.message}"
+            raise CommitConflict(conflict.model_copy(update={"table": part.table.id, "message": message}))
+        if isinstance(decision, Refused) and decision.stored is not None:
+            raise identifier_reused(part, decision.stored, "with other changes")
+        if isinstance(decision, Refused) and isinstance(decision.error, InvalidRequest):
+            raise placed(decision.error, part.index)
+        if isinstance(decision, Refused):
+            raise decision.error
+        if isinstance(decision, Replayed):
+            recorded.append((part, decision.stored))
+    if recorded:  # a resend: each part returned its record before anything was built
+        return recorded_answer(list(parts), recorded)
+    snapshots = {id(c.member): c.built.snapshots for t in decided for c in t.committed}
+    return TransactionResponse(
+        tables=[TableSnapshots(table=p.table.id, snapshots=refs(snapshots[id(p.member)])) for p in parts],
+    )

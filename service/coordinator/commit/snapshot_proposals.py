@@ -16,12 +16,12 @@ import dataclasses
 import json
 from dataclasses import dataclass
 
+from coordinator.commit.proposal_files import read_proposal_files
 from coordinator.domain.committable import ResolvedCommittable
 from coordinator.domain.proposed_entries import INT64
 from coordinator.errors import InvalidRequest, PathOutsideTable, TableNotFound
 from coordinator.usecases.manifests import ManifestStore
 from coordinator.usecases.path_refusals import log_refusal
-from coordinator.usecases.proposal_files import read_proposal_files
 from coordinator.usecases.tables import Table
 from coordinator_client.format.manifest import ManifestEntry, ManifestFileMeta
 from coordinator_client.format.snapshot import CommitKind, Snapshot

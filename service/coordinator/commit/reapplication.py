@@ -10,11 +10,9 @@ is rejected and stays lost (the history says `overwritten`).
 
 from __future__ import annotations
 
-import time
-
+from coordinator.commit.member import Member
 from coordinator.domain.committable import ResolvedCommittable
 from coordinator.storage.fileio import FileIO
-from coordinator.usecases.commit_queue import PendingCommit
 from coordinator.usecases.tables import Table, version_of
 from coordinator_client.format.manifest import ManifestEntry, decode_manifest, decode_manifest_list
 from coordinator_client.format.snapshot import CommitKind, Snapshot
@@ -36,14 +34,14 @@ def reapplication(fileio: FileIO, table: Table, lost: Snapshot) -> ResolvedCommi
     )
 
 
-def reapplying(table: Table, resolved: ResolvedCommittable) -> PendingCommit:
+def reapplying(table: Table, resolved: ResolvedCommittable) -> Member:
     """A group member nobody waits for: a lost commit's changes, decided like any other commit (the
     same file changes whatever the table's schema is now)."""
 
     def the_same(_table: Table, _now_millis: int) -> tuple[ResolvedCommittable, None]:
         return resolved, None
 
-    return PendingCommit(resolved, None, time.perf_counter(), the_same, version_of(table))
+    return Member(resolved, None, the_same, version_of(table))
 
 
 def _entries(fileio: FileIO, table: Table, manifest_list: str) -> list[ManifestEntry]:

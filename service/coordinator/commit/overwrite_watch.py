@@ -20,7 +20,7 @@ from coordinator.db import repositories as repo
 from coordinator.errors import CoordinatorError
 
 if TYPE_CHECKING:
-    from coordinator.usecases.commits import Committer
+    from coordinator.commit.pipeline import Committer
 
 log = logging.getLogger(__name__)
 
