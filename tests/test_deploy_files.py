@@ -22,7 +22,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from coordinator_client.format.manifest import decode_manifest_list, encode_manifest_list
+from paimon_format.manifest import decode_manifest_list, encode_manifest_list
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
@@ -233,11 +233,11 @@ def test_compose_migrates_before_serving(compose_config: dict[str, Any]) -> None
     assert "&&" in line[upgrade:serve], f"`serve` must not start after a failed upgrade: {argv}"
 
 
-def test_the_client_requires_the_zstd_codec_its_manifests_need() -> None:
-    """`make serve` installs only the client and service distributions: the zstd codec fastavro needs for
-    Paimon's manifests (pypaimon's are zstd too) must come from their own requirements, not from a test
-    dependency such as pypaimon, or the served coordinator fails at its first manifest."""
-    declared = [Requirement(r) for r in requires("paimon-coordinator-client") or []]
+def test_the_format_requires_the_zstd_codec_its_manifests_need() -> None:
+    """`make serve` installs only the project's three distributions: the zstd codec fastavro needs for
+    Paimon's manifests (pypaimon's are zstd too) must come from the format's own requirements, not from a
+    test dependency such as pypaimon, or the served coordinator fails at its first manifest."""
+    declared = [Requirement(r) for r in requires("paimon-table-format") or []]
     codec = [r for r in declared if canonicalize_name(r.name) == "backports-zstd"]
     assert codec, declared
     assert codec[0].marker is None or codec[0].marker.evaluate()

@@ -20,7 +20,8 @@ import pytest
 
 from coordinator.usecases.commit_records import commit_point
 from coordinator.usecases.snapshot_acceptance import MANIFEST_MERGE_USER, REBASE_APPENDS
-from coordinator_client.format.manifest import (
+from coordinator_client.models import CommitRequest
+from paimon_format.manifest import (
     FileKind,
     SimpleStats,
     decode_manifest,
@@ -28,10 +29,9 @@ from coordinator_client.format.manifest import (
     encode_manifest,
     encode_manifest_list,
 )
-from coordinator_client.format.manifest_meta import manifest_file_meta
-from coordinator_client.format.manifest_model import EMPTY_ROW
-from coordinator_client.format.snapshot import CommitKind, Snapshot
-from coordinator_client.models import CommitRequest
+from paimon_format.manifest_meta import manifest_file_meta
+from paimon_format.manifest_model import EMPTY_ROW
+from paimon_format.snapshot import CommitKind, Snapshot
 from tests.conftest import LiveServer
 from tests.paimon_files import PaimonTable, deletion_of, read_bytes, read_text, write_bytes
 from tests.pause import PausedCall

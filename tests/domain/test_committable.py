@@ -15,8 +15,8 @@ from pydantic import ValidationError
 from coordinator.domain.committable import OverwriteTarget, resolve_committable
 from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest
-from coordinator_client.format.binary_row import encode_row
-from coordinator_client.format.manifest import FileKind, ManifestEntry, SimpleStats
+from paimon_format.binary_row import encode_row
+from paimon_format.manifest import FileKind, ManifestEntry, SimpleStats
 from tests.domain.builders import (
     ADD,
     DELETE,

@@ -10,9 +10,9 @@ from pydantic import TypeAdapter, ValidationError
 from coordinator.domain.schema_changes import evolve_schema
 from coordinator.domain.type_widening import widens
 from coordinator.errors import InvalidRequest
-from coordinator_client.format.schema import SchemaField, TableSchema
-from coordinator_client.format.types import parse_type
 from coordinator_client.models import AlterTableRequest, SchemaChange
+from paimon_format.schema import SchemaField, TableSchema
+from paimon_format.types import parse_type
 
 NOW = 1_700_000_000_000
 

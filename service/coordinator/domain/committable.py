@@ -19,12 +19,12 @@ from coordinator.domain.commit_digest import changes_digest
 from coordinator.domain.table_paths import check_name
 from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest
-from coordinator_client.format.binary_row import EMPTY_ROW, encode_row
-from coordinator_client.format.manifest import DataFileMeta, FileKind, ManifestEntry, SimpleStats
-from coordinator_client.format.snapshot import CommitKind
-from coordinator_client.format.types import DataType
-from coordinator_client.format.values import from_json_value
 from coordinator_client.models import CommitMessageModel, CommitRequest, DataFileModel, KeyStatsModel
+from paimon_format.binary_row import EMPTY_ROW, encode_row
+from paimon_format.manifest import DataFileMeta, FileKind, ManifestEntry, SimpleStats
+from paimon_format.snapshot import CommitKind
+from paimon_format.types import DataType
+from paimon_format.values import from_json_value
 
 DATA_FILE_SUFFIXES = (".parquet", ".orc", ".avro")
 FORCE_CREATE_SNAPSHOT = "commit.force-create-snapshot"

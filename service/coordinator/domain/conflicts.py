@@ -23,9 +23,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from coordinator.domain.live_files import LiveFiles
-from coordinator_client.format.manifest import FileKind, ManifestEntry
-from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import ConflictType
+from paimon_format.manifest import FileKind, ManifestEntry
+from paimon_format.snapshot import Snapshot
 
 KeyDecoder = Callable[[bytes], tuple[object, ...]]
 

@@ -31,8 +31,6 @@ from dataclasses import dataclass
 from coordinator.domain.retention import Retention
 from coordinator.domain.type_widening import widens
 from coordinator.errors import InvalidRequest
-from coordinator_client.format.schema import SchemaField, TableSchema, TypeJson
-from coordinator_client.format.types import DataType, parse_type
 from coordinator_client.models import (
     AddColumn,
     DropColumn,
@@ -47,6 +45,8 @@ from coordinator_client.models import (
     UpdateColumnType,
     UpdateComment,
 )
+from paimon_format.schema import SchemaField, TableSchema, TypeJson
+from paimon_format.types import DataType, parse_type
 
 FIXED_OPTIONS = frozenset(
     {"bucket", "bucket-key", "primary-key", "partition", "merge-engine", "sequence.field", "path"}

@@ -23,9 +23,9 @@ from coordinator.domain.committable import ResolvedCommittable
 from coordinator.observability.metrics import Metrics
 from coordinator.usecases.snapshot_proposals import ProposedSnapshot
 from coordinator.usecases.tables import Table, version_of
-from coordinator_client.format.manifest import ManifestEntry
-from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import CommitResponse, InFlightCommitModel
+from paimon_format.manifest import ManifestEntry
+from paimon_format.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 

@@ -31,13 +31,13 @@ from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.table_hold import Hold, unplaced_conflict
 from coordinator.usecases.table_state import TableStates
 from coordinator.usecases.tables import Table, Tables, version_of
-from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import (
     CommitResponse,
     ConflictModel,
     SnapshotRef,
     WinningSnapshot,
 )
+from paimon_format.snapshot import Snapshot
 
 
 @dataclass

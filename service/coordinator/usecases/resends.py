@@ -20,8 +20,8 @@ from coordinator.domain.committable import ResolvedCommittable
 from coordinator.errors import CommitConflict, CoordinatorError, IdempotencyKeyReused, IdentifierReused
 from coordinator.usecases.commit_queue import PendingCommit
 from coordinator.usecases.snapshot_proposals import ProposedSnapshot
-from coordinator_client.format.snapshot import BATCH_IDENTIFIER, CommitKind
 from coordinator_client.models import CommitResponse, ConflictModel, RecordedCommitModel, SnapshotRef
+from paimon_format.snapshot import BATCH_IDENTIFIER, CommitKind
 
 Relation = Literal["resend", "extends", "other"]
 """How a request stands to the record found under its name or Idempotency-Key: the same changes sent

@@ -24,7 +24,7 @@ from coordinator.usecases.commit_queue import PendingCommit
 from coordinator.usecases.live_index import Delta, LiveIndex
 from coordinator.usecases.table_state import TableState
 from coordinator.usecases.tables import Table
-from coordinator_client.format.entry_encoding import encode_entries
+from paimon_format.entry_encoding import encode_entries
 
 
 def write_snapshots(
