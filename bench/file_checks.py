@@ -48,16 +48,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.suite import revision, revision_text
+from coordinator.commit.file_checks import CONCURRENT_CHECKS, FileChecks
 from coordinator.domain.committable import ResolvedCommittable, resolve_committable
 from coordinator.services import Services
 from coordinator.settings import Settings
 from coordinator.storage.data_footers import read_end
 from coordinator.storage.fileio import FileIO, LocalFileIO
-from coordinator.commit.file_checks import CONCURRENT_CHECKS, FileChecks
 from coordinator.usecases.tables import Table
-from coordinator_client.format.manifest_model import FileKind
-from coordinator_client.format.partition_path import bucket_dir
 from coordinator_client.models import CommitRequest, CreateTableRequest
+from paimon_format.manifest_model import FileKind
+from paimon_format.partition_path import bucket_dir
 from tests.seaweed import BUCKET, seaweed
 
 PARTITIONS = [f"p{i:02d}" for i in range(10)]

@@ -19,12 +19,12 @@ import pytest
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, text
 
+from coordinator.commit import commit_point as commit_records
+from coordinator.commit.pipeline import Committer
 from coordinator.db.migrate import alembic_config
 from coordinator.errors import InvalidRequest
 from coordinator.services import Services
 from coordinator.settings import Settings
-from coordinator.commit import commit_point as commit_records
-from coordinator.commit.pipeline import Committer
 from coordinator_client.models import CommitRequest
 from tests.databases import postgres_database
 from tests.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from coordinator.commit.snapshot_acceptance import REBASE_APPENDS
-from coordinator_client.format.snapshot import Snapshot
+from paimon_format.snapshot import Snapshot
 from tests import rest_writer_process
 from tests.conftest import LiveServer
 from tests.paimon_files import read_text

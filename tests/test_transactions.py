@@ -16,8 +16,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from coordinator.services import Services
 from coordinator.commit.commit_point import commit_point
+from coordinator.services import Services
 from coordinator_client.models import TransactionRequest
 from tests.conftest import LiveServer
 from tests.paimon_files import (

@@ -17,8 +17,8 @@ from coordinator.domain.conflicts import Conflict
 from coordinator.errors import CommitConflict
 from coordinator.usecases.table_hold import unplaced_conflict
 from coordinator.usecases.tables import Table
-from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import CommitResponse, ConflictModel, SnapshotRef, WinningSnapshot
+from paimon_format.snapshot import Snapshot
 
 
 def answer(decided: TableDecisions) -> None:

@@ -30,7 +30,7 @@ from coordinator.storage.fileio import FileIO
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.table_stats import delta_on_storage
 from coordinator.usecases.tables import Table, Tables, version_of
-from coordinator_client.format.snapshot import Snapshot
+from paimon_format.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 

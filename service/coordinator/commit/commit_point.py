@@ -25,8 +25,8 @@ from coordinator.domain.table_stats import FileDelta, combined, file_delta
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.table_hold import Hold
 from coordinator.usecases.tables import Table, version_of
-from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import ConflictModel
+from paimon_format.snapshot import Snapshot
 
 
 class TableChanged(Exception):

@@ -39,9 +39,9 @@ from coordinator.errors import (
 from coordinator.storage.data_footers import format_of, read_end, read_footer
 from coordinator.storage.fileio import FileIO, FileRange, LocalFileIO
 from coordinator.usecases.tables import Table, Tables, version_of
-from coordinator_client.format.manifest import FileKind, ManifestEntry
-from coordinator_client.format.partition_path import bucket_dir
-from coordinator_client.format.schema import TableSchema
+from paimon_format.manifest import FileKind, ManifestEntry
+from paimon_format.partition_path import bucket_dir
+from paimon_format.schema import TableSchema
 
 CONCURRENT_CHECKS = 64
 """Reads in flight at once (per process): enough to hide an object store's latency, few enough not to be

@@ -26,8 +26,8 @@ from coordinator.domain.committable import OverwriteTarget, ResolvedCommittable
 from coordinator.domain.live_files import LiveFiles
 from coordinator.usecases.manifests import ManifestStore
 from coordinator.usecases.tables import Table
-from coordinator_client.format.manifest import FileKind, ManifestEntry
-from coordinator_client.format.snapshot import Snapshot
+from paimon_format.manifest import FileKind, ManifestEntry
+from paimon_format.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 

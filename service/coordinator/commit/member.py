@@ -21,9 +21,9 @@ from coordinator.db import repositories as repo
 from coordinator.domain.committable import ResolvedCommittable
 from coordinator.errors import CommitConflict, CoordinatorError
 from coordinator.usecases.tables import Table, version_of
-from coordinator_client.format.manifest import ManifestEntry
-from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import CommitResponse, ConflictModel
+from paimon_format.manifest import ManifestEntry
+from paimon_format.snapshot import Snapshot
 
 Intake = Callable[[Table, int], tuple[ResolvedCommittable, ProposedSnapshot | None]]
 """How a door turns its request into what the pipeline decides, against a table at a time (ms): a

@@ -32,8 +32,8 @@ from coordinator.domain.table_paths import check_name, external_problem, inside,
 from coordinator.errors import InvalidRequest, PathOutsideTable, StorageUnavailable
 from coordinator.usecases.manifests import ManifestStore
 from coordinator.usecases.tables import Table
-from coordinator_client.format.manifest import ManifestEntry, ManifestFileMeta
-from coordinator_client.format.snapshot import Snapshot
+from paimon_format.manifest import ManifestEntry, ManifestFileMeta
+from paimon_format.snapshot import Snapshot
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.table_hold import TableHolds
 from coordinator.usecases.table_stats import delta_on_storage
 from coordinator.usecases.tables import Table, Tables
-from coordinator_client.format.snapshot import LATEST, Snapshot, format_hint
+from paimon_format.snapshot import LATEST, Snapshot, format_hint
 
 log = logging.getLogger(__name__)
 

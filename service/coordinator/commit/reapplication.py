@@ -14,8 +14,8 @@ from coordinator.commit.member import Member
 from coordinator.domain.committable import ResolvedCommittable
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.tables import Table, version_of
-from coordinator_client.format.manifest import ManifestEntry, decode_manifest, decode_manifest_list
-from coordinator_client.format.snapshot import CommitKind, Snapshot
+from paimon_format.manifest import ManifestEntry, decode_manifest, decode_manifest_list
+from paimon_format.snapshot import CommitKind, Snapshot
 
 
 def reapplication(fileio: FileIO, table: Table, lost: Snapshot) -> ResolvedCommittable:

@@ -20,8 +20,8 @@ from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
 from coordinator.domain.committable import ResolvedCommittable
 from coordinator.errors import CommitConflict, CoordinatorError, IdempotencyKeyReused, IdentifierReused
-from coordinator_client.format.snapshot import BATCH_IDENTIFIER, CommitKind
 from coordinator_client.models import CommitResponse, ConflictModel, RecordedCommitModel, SnapshotRef
+from paimon_format.snapshot import BATCH_IDENTIFIER, CommitKind
 
 Relation = Literal["resend", "extends", "other"]
 """How a request stands to the record found under its name or Idempotency-Key: the same changes sent

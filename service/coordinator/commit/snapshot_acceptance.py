@@ -31,8 +31,8 @@ from coordinator.domain.manifest_merge import merge_manifests
 from coordinator.domain.snapshot import WRITER_VERSION
 from coordinator.errors import InvalidRequest
 from coordinator.usecases.tables import Table
-from coordinator_client.format.manifest import FileKind, ManifestFileMeta
-from coordinator_client.format.snapshot import CommitKind, Snapshot, carry_forward
+from paimon_format.manifest import FileKind, ManifestFileMeta
+from paimon_format.snapshot import CommitKind, Snapshot, carry_forward
 
 REBASE_APPENDS = "coordinator.rebase-appends"
 """Table option: when `true`, a proposed APPEND whose base moved is put on top of the head by the

@@ -23,8 +23,8 @@ from coordinator.errors import InvalidRequest, PathOutsideTable, TableNotFound
 from coordinator.usecases.manifests import ManifestStore
 from coordinator.usecases.path_refusals import log_refusal
 from coordinator.usecases.tables import Table
-from coordinator_client.format.manifest import ManifestEntry, ManifestFileMeta
-from coordinator_client.format.snapshot import CommitKind, Snapshot
+from paimon_format.manifest import ManifestEntry, ManifestFileMeta
+from paimon_format.snapshot import CommitKind, Snapshot
 
 MAX_COMMIT_USER = 200
 """The history's commit_user column holds this many characters."""

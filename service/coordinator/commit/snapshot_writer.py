@@ -24,7 +24,7 @@ from coordinator.domain.manifest_merge import merge_manifests
 from coordinator.domain.plan import SnapshotPlan, plan_snapshots, with_live_metadata
 from coordinator.domain.snapshot import ManifestLists, next_snapshot
 from coordinator.usecases.tables import Table
-from coordinator_client.format.entry_encoding import encode_entries
+from paimon_format.entry_encoding import encode_entries
 
 
 def write_snapshots(

@@ -15,8 +15,8 @@ from coordinator.domain.manifest_merge import MergeOptions
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.manifests import ManifestStore
 from coordinator.usecases.tables import Table, version_of
-from coordinator_client.format.manifest import ManifestFileMeta
-from coordinator_client.format.snapshot import Snapshot
+from paimon_format.manifest import ManifestFileMeta
+from paimon_format.snapshot import Snapshot
 
 
 @dataclass

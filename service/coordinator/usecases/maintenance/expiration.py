@@ -23,9 +23,9 @@ from coordinator.usecases.maintenance.consumers import read_consumers
 from coordinator.usecases.maintenance.table_actions import Deleted, TableActions
 from coordinator.usecases.table_hold import Hold
 from coordinator.usecases.tables import Table
-from coordinator_client.format.manifest import FileKind
-from coordinator_client.format.snapshot import EARLIEST, Snapshot, format_hint
 from coordinator_client.models import ExpireResponse
+from paimon_format.manifest import FileKind
+from paimon_format.snapshot import EARLIEST, Snapshot, format_hint
 
 log = logging.getLogger(__name__)
 

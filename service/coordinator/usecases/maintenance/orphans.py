@@ -7,8 +7,8 @@ from coordinator.commit.in_flight import InFlight
 from coordinator.domain.table_paths import has_control, inside
 from coordinator.usecases.maintenance.table_actions import TableActions
 from coordinator.usecases.tables import Table
-from coordinator_client.format.manifest import FileKind
 from coordinator_client.models import CleanOrphansRequest, CleanOrphansResponse
+from paimon_format.manifest import FileKind
 
 _NOT_ORPHANS = ("schema", "snapshot", "tag", "consumer", "branch", "index", "statistics")
 """Top-level folders that orphan cleanup never touches: metadata, and index and statistics files, which

@@ -13,9 +13,9 @@ from coordinator.usecases.maintenance.table_actions import Deleted, TableActions
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.table_files import TableFiles
 from coordinator.usecases.table_stats import stats_on_storage
-from coordinator_client.format.manifest import FileKind
-from coordinator_client.format.snapshot import EARLIEST, LATEST, Snapshot, format_hint
 from coordinator_client.models import ConflictModel, RollbackRequest, RollbackResponse
+from paimon_format.manifest import FileKind
+from paimon_format.snapshot import EARLIEST, LATEST, Snapshot, format_hint
 
 
 class Rollback:

@@ -7,9 +7,9 @@ import struct
 from collections.abc import Sequence
 from datetime import date, datetime, time, timezone
 
-from coordinator_client.format.binary_row import decimal_to_unscaled, unscaled_to_decimal
-from coordinator_client.format.bucket import POSTPONE_BUCKET
-from coordinator_client.format.types import DataType
+from paimon_format.binary_row import decimal_to_unscaled, unscaled_to_decimal
+from paimon_format.bucket import POSTPONE_BUCKET
+from paimon_format.types import DataType
 
 __all__ = [
     "DEFAULT_PARTITION_NAME",

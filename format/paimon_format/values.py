@@ -9,8 +9,8 @@ import re
 from datetime import date, datetime, time, timezone
 from decimal import Decimal
 
-from coordinator_client.format.binary_row import decimal_to_unscaled, unscaled_to_decimal
-from coordinator_client.format.types import DataType
+from paimon_format.binary_row import decimal_to_unscaled, unscaled_to_decimal
+from paimon_format.types import DataType
 
 __all__ = ["from_json_value", "to_json_value"]
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final, TypedDict
 
-from coordinator_client.format.json_object import load_object
+from paimon_format.json_object import load_object
 
 LATEST: Final = "LATEST"
 EARLIEST: Final = "EARLIEST"

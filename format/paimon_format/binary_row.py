@@ -8,7 +8,7 @@ from datetime import date, datetime, time, timedelta, timezone
 from decimal import Context, Decimal, Inexact, InvalidOperation
 from functools import lru_cache
 
-from coordinator_client.format.types import DataType
+from paimon_format.types import DataType
 
 __all__ = [
     "EMPTY_ROW",

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from coordinator_client.format.json_object import load_object
-from coordinator_client.format.partition_path import DEFAULT_PARTITION_NAME
+from paimon_format.json_object import load_object
+from paimon_format.partition_path import DEFAULT_PARTITION_NAME
 
 CURRENT_VERSION: Final = 3
 # Paimon 0.7 wrote no "version"; readers then default bucket to 1 and file.format to orc.

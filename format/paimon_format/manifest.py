@@ -19,16 +19,16 @@ from typing import Any, Final, TypeVar, cast
 
 import fastavro
 
-from coordinator_client.format.entry_encoding import EntryEncoder, encode_entries, zigzag
+from paimon_format.entry_encoding import EntryEncoder, encode_entries, zigzag
 
 # The records, imported from here by every caller of the codec.
-from coordinator_client.format.manifest_model import EMPTY_ROW
-from coordinator_client.format.manifest_model import DataFileMeta as DataFileMeta
-from coordinator_client.format.manifest_model import FileIdentifier as FileIdentifier
-from coordinator_client.format.manifest_model import FileKind as FileKind
-from coordinator_client.format.manifest_model import ManifestEntry as ManifestEntry
-from coordinator_client.format.manifest_model import ManifestFileMeta as ManifestFileMeta
-from coordinator_client.format.manifest_model import SimpleStats as SimpleStats
+from paimon_format.manifest_model import EMPTY_ROW
+from paimon_format.manifest_model import DataFileMeta as DataFileMeta
+from paimon_format.manifest_model import FileIdentifier as FileIdentifier
+from paimon_format.manifest_model import FileKind as FileKind
+from paimon_format.manifest_model import ManifestEntry as ManifestEntry
+from paimon_format.manifest_model import ManifestFileMeta as ManifestFileMeta
+from paimon_format.manifest_model import SimpleStats as SimpleStats
 
 _VERSION: Final = 2
 _CODEC: Final = "zstandard"  # Paimon's default manifest.compression is zstd

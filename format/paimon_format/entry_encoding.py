@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-from coordinator_client.format.manifest_model import DataFileMeta, ManifestEntry, SimpleStats
+from paimon_format.manifest_model import DataFileMeta, ManifestEntry, SimpleStats
 
 _INT_MIN: Final = -(2**31)
 _INT_MAX: Final = 2**31 - 1

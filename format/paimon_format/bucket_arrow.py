@@ -19,9 +19,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from coordinator_client.format.binary_row import encode_row
-from coordinator_client.format.bucket import bucket_of
-from coordinator_client.format.types import DataType
+from paimon_format.binary_row import encode_row
+from paimon_format.bucket import bucket_of
+from paimon_format.types import DataType
 
 __all__ = ["buckets_of_columns", "encode_rows_columns"]
 

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, cast
 
-from coordinator_client.format.manifest_model import (
+from paimon_format.manifest_model import (
     EMPTY_ROW,
     FileKind,
     ManifestEntry,
