@@ -78,10 +78,6 @@ and counted (coordinator_post_commit_failures_total), never answered: the commit
 after it."""
 
 
-class _DecideAgain(Exception):
-    """Nothing was written; the members are decided again against the tables as they are now."""
-
-
 @dataclass(frozen=True)
 class Collaborators:
     """What the pipeline's steps need, built once (services.py)."""
@@ -260,10 +256,9 @@ class Committer:
         record the first look did not, means nothing was written: the members are decided again.
         """
         for _ in range(DECIDE_ATTEMPTS):
-            try:
-                return self._attempt(hold, parts, atomic=atomic)
-            except _DecideAgain:
-                continue
+            decided = self._attempt(hold, parts, atomic=atomic)
+            if decided is not None:
+                return decided
         raise LockUnavailable(  # as for a busy lock: nothing was done, and a resend may succeed
             f"the tables changed under the commit {DECIDE_ATTEMPTS} times; nothing was written, "
             "send it again",
@@ -272,7 +267,9 @@ class Committer:
 
     def _attempt(
         self, hold: Hold, parts: Sequence[tuple[Table, list[Member]]], *, atomic: bool
-    ) -> list[TableDecisions]:
+    ) -> list[TableDecisions] | None:
+        """One look at the tables under the hold; None when nothing was written and the members are to be
+        decided again."""
         steps = self._steps
         standing: list[TableDecisions] = []
         """Re-applied commits of an overwritten head: committed at a commit point of their own first."""
@@ -283,7 +280,11 @@ class Committer:
                     table, context = steps.catch_up.context(table, members)
                     state, lost = steps.catch_up.catch_up(table, context)
                 if lost:
-                    standing.append(self._reapply(hold, table, state, lost))
+                    reapplied = self._reapply(hold, table, state, lost)
+                    if reapplied is None:
+                        self._discard(fresh)
+                        return None
+                    standing.append(reapplied)
                 decided = TableDecisions(
                     table,
                     state,
@@ -316,10 +317,10 @@ class Committer:
             self._discard(fresh)
             with hold.fenced() as conn:
                 live_files.reset_index(conn, changed.table_id)
-            raise _DecideAgain from None
+            return None
         except IntegrityError:
             self._discard(fresh)  # the next look answers those members from their records
-            raise _DecideAgain from None
+            return None
         except Conflict as conflict:
             # The hold failed (lease lost, head moved): nothing of it is written, and every member not
             # answered from its record is rejected.
@@ -346,9 +347,10 @@ class Committer:
 
     def _reapply(
         self, hold: Hold, table: Table, state: TableState, lost: list[ResolvedCommittable]
-    ) -> TableDecisions:
+    ) -> TableDecisions | None:
         """Acknowledged commits an outside writer overwrote go back first, at a commit point of their own
-        (the catch-up has marked them overwritten): they stand whatever becomes of the members."""
+        (the catch-up has marked them overwritten): they stand whatever becomes of the members. None when
+        one was rejected after part of it advanced the state: the members wait for a state built again."""
         steps = self._steps
         decisions: list[Decision] = []
         reapplied = TableDecisions(table, state, state.snapshot_id, decisions)
@@ -362,7 +364,7 @@ class Committer:
             steps.publication.publish_group(reapplied, change.snapshots)
         if any(isinstance(d, Rejected) and d.advanced for d in decisions):
             steps.states.invalidate(table.id)
-            raise _DecideAgain
+            return None
         return reapplied
 
     def _discard(self, decided: Sequence[TableDecisions]) -> None:

@@ -15,7 +15,6 @@ from collections import deque
 from collections.abc import Callable, Sequence
 
 from coordinator.commit.member import Member
-from coordinator.domain.committable import ResolvedCommittable
 
 MAX_GROUP = 32
 """At most this many queued members are committed in one lock hold."""
@@ -38,11 +37,6 @@ class CommitQueue:
         """Commits waiting for a group (not counting one being committed)."""
         with self._changed:
             return len(self._waiting)
-
-    def waiting(self) -> list[ResolvedCommittable]:
-        """The committables waiting for the table lock (a group is taken only once the lock is held)."""
-        with self._changed:
-            return [m.resolved for m in self._waiting]
 
     def join(self, member: Member) -> None:
         with self._changed:
