@@ -4,21 +4,23 @@
 #                                                       takes ../migrations in via hatchling force-include)
 #   docker run -p 8080:8080 -e COORDINATOR_DATABASE_URL=postgresql://... paimon-coordinator:0.1.0
 
-# --- builder: wheels of both distributions and of every dependency --------------------------------
+# --- builder: wheels of the three distributions and of every dependency ---------------------------
 FROM python:3.11.15-slim-bookworm AS builder
 
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 
 WORKDIR /src
+COPY format/ format/
 COPY client/ client/
 COPY service/ service/
 COPY migrations/ migrations/
 COPY requirements/constraints.txt requirements/constraints.txt
 
-# Both local projects in one call, so the service's pin on paimon-coordinator-client==0.1.0 is
-# satisfied by ./client rather than looked up on the index; every dependency at the tested version.
-RUN pip wheel --no-cache-dir --wheel-dir /wheels -c requirements/constraints.txt ./client ./service
+# The three local projects in one call, so the pins on paimon-table-format==0.1.0 and
+# paimon-coordinator-client==0.1.0 are satisfied by ./format and ./client rather than looked up on the
+# index; every dependency at the tested version.
+RUN pip wheel --no-cache-dir --wheel-dir /wheels -c requirements/constraints.txt ./format ./client ./service
 
 # --- runtime: install from the wheels only, run as an unprivileged user ----------------------------
 FROM python:3.11.15-slim-bookworm
@@ -37,7 +39,7 @@ RUN groupadd --gid 10001 coordinator \
 # --no-index: the runtime stage never reaches a package index; everything comes from the builder.
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     pip install --no-cache-dir --no-index --find-links=/wheels \
-        paimon-coordinator==0.1.0 paimon-coordinator-client==0.1.0
+        paimon-coordinator==0.1.0 paimon-coordinator-client==0.1.0 paimon-table-format==0.1.0
 
 WORKDIR /app
 USER 10001:10001

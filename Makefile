@@ -10,12 +10,12 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 install: $(BIN)/python
-	$(PIP) ./client ./service
+	$(PIP) ./format ./client ./service
 
 install-dev: install
 	$(PIP) -r requirements/dev.txt
-	@# The suite tests the work tree, not a copy: the two distributions as editable installs.
-	$(PIP) --no-deps -e ./client -e ./service
+	@# The suite tests the work tree, not a copy: the three distributions as editable installs.
+	$(PIP) --no-deps -e ./format -e ./client -e ./service
 	@# The dashboard tests drive Debian's Chromium through Playwright (no browser download).
 	@test -x /usr/bin/chromium || { \
 		echo "installing Debian's chromium for the dashboard tests"; \

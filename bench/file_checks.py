@@ -48,16 +48,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.suite import revision, revision_text
+from coordinator.commit.file_checks import CONCURRENT_CHECKS, FileChecks
 from coordinator.domain.committable import ResolvedCommittable, resolve_committable
 from coordinator.services import Services
 from coordinator.settings import Settings
 from coordinator.storage.data_footers import read_end
 from coordinator.storage.fileio import FileIO, LocalFileIO
-from coordinator.usecases.file_checks import CONCURRENT_CHECKS, FileChecks
 from coordinator.usecases.tables import Table
-from coordinator_client.format.manifest_model import FileKind
-from coordinator_client.format.partition_path import bucket_dir
 from coordinator_client.models import CommitRequest, CreateTableRequest
+from paimon_format.manifest_model import FileKind
+from paimon_format.partition_path import bucket_dir
 from tests.seaweed import BUCKET, seaweed
 
 PARTITIONS = [f"p{i:02d}" for i in range(10)]
@@ -152,17 +152,18 @@ def whole_commits(
 ) -> dict[str, list[dict[str, float]]]:
     """`commits` whole commits with each check, alternating, each of fresh files to a fresh table."""
     committer = services.committer
-    own = committer._file_checks  # the committer's own checks; the size-only ones take their place
+    intakes = committer._steps.intakes
+    own = intakes._file_checks  # the service's own checks; the size-only ones take their place
     out: dict[str, list[dict[str, float]]] = {"size-only": [], "check": []}
     for i in range(commits):
         for name, checker in (("size-only", sizes), ("check", own)):
             table = create(services, f"commit_{name.replace('-', '_')}_{i}")
             request = stage(services.fileio, table, files)
-            committer._file_checks = checker  # type: ignore[assignment]
+            intakes._file_checks = checker  # type: ignore[assignment]
             try:
                 timings = committer.commit(table.id, request).timings
             finally:
-                committer._file_checks = own
+                intakes._file_checks = own
             out[name].append({"total_ms": timings["total"], "validate_ms": timings["validate"]})
     return out
 

@@ -35,18 +35,18 @@ from bench.stats import summarize
 from coordinator.db.engine import make_engine
 from coordinator.storage.fileio import LocalFileIO
 from coordinator.storage.layout import TableLayout
-from coordinator_client.format.binary_row import decode_row, encode_row
-from coordinator_client.format.manifest import encode_manifest, encode_manifest_list
-from coordinator_client.format.manifest_meta import manifest_file_meta, partition_stats
-from coordinator_client.format.manifest_model import (
+from paimon_format.binary_row import decode_row, encode_row
+from paimon_format.manifest import encode_manifest, encode_manifest_list
+from paimon_format.manifest_meta import manifest_file_meta, partition_stats
+from paimon_format.manifest_model import (
     EMPTY_ROW,
     DataFileMeta,
     FileKind,
     ManifestEntry,
     SimpleStats,
 )
-from coordinator_client.format.snapshot import LATEST, CommitKind, Snapshot, format_hint
-from coordinator_client.format.types import parse_type
+from paimon_format.snapshot import LATEST, CommitKind, Snapshot, format_hint
+from paimon_format.types import parse_type
 
 REPEATS = 200
 """Timed repetitions of each 1-file part (p50 over these)."""

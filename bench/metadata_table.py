@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from coordinator_client.format.binary_row import EMPTY_ROW, decode_row, encode_row
-from coordinator_client.format.manifest import (
+from paimon_format.binary_row import EMPTY_ROW, decode_row, encode_row
+from paimon_format.manifest import (
     DataFileMeta,
     FileKind,
     ManifestEntry,
@@ -24,10 +24,10 @@ from coordinator_client.format.manifest import (
     encode_manifest,
     encode_manifest_list,
 )
-from coordinator_client.format.manifest_meta import manifest_file_meta, partition_stats
-from coordinator_client.format.schema import SchemaField, TableSchema
-from coordinator_client.format.snapshot import CommitKind, Snapshot, format_hint
-from coordinator_client.format.types import parse_type
+from paimon_format.manifest_meta import manifest_file_meta, partition_stats
+from paimon_format.schema import SchemaField, TableSchema
+from paimon_format.snapshot import CommitKind, Snapshot, format_hint
+from paimon_format.types import parse_type
 
 _DT = parse_type("STRING")
 

@@ -23,13 +23,18 @@ from typing import Any
 from bench import coordinator_bench
 from bench.data import Counts
 from bench.procs import progress
-from bench.service import REPO, CoordinatorProcess, postgres_database, service_env
+from bench.service import (
+    CHECKED_OUT,
+    REPO,
+    CoordinatorProcess,
+    folders_at,
+    postgres_database,
+    service_env,
+)
 
 REPLICAS = 2
 DEFAULT_BASELINE = "cb82dde"
 """main before issue 18: the revision the issue's replica target is set against."""
-CHECKED_OUT = ("service", "client", "migrations")
-"""What a service needs of a checkout: its code, its client models and its database migrations."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,7 @@ def checkout(revision: str, into: Path) -> Path:
     `git archive` rather than `git worktree add`: nothing is registered in the repository.
     """
     archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", "--format=tar", revision, *CHECKED_OUT],
+        ["git", "-C", str(REPO), "archive", "--format=tar", revision, *folders_at(revision, CHECKED_OUT)],
         capture_output=True,
         check=True,
     ).stdout

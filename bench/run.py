@@ -24,12 +24,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def importable() -> None:
-    """Let `python bench/run.py` find bench/ and, without an install, the two distributions.
+    """Let `python bench/run.py` find bench/ and, without an install, the three distributions.
 
     Spawned children (writers, the pypaimon baseline) inherit this sys.path from the parent. The other
     scripts of bench/ run on their own call it too (`from run import importable`: bench/ is sys.path[0]).
     """
-    for path in (REPO / "service", REPO / "client", REPO):
+    for path in (REPO / "service", REPO / "client", REPO / "format", REPO):
         if str(path) not in sys.path:
             sys.path.insert(0, str(path))
 

@@ -15,7 +15,6 @@ count; its own memory is not measured here.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -28,10 +27,10 @@ from pathlib import Path
 import httpx
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO / "client"), str(REPO / "service"), str(REPO)]
+sys.path[:0] = [str(REPO / "format"), str(REPO / "client"), str(REPO / "service"), str(REPO)]
 
 from bench.metadata_table import MetadataTable, partition_name, write_metadata_table  # noqa: E402
-from bench.service import free_port  # noqa: E402
+from bench.service import CHECKED_OUT, folders_at, free_port, service_env  # noqa: E402
 from coordinator_client import CoordinatorClient  # noqa: E402
 from tests.processes import stop_process  # noqa: E402
 
@@ -55,10 +54,10 @@ def _status_mb(pid: int, key: str) -> float:
 
 @contextmanager
 def service(source: Path, warehouse: Path, work: Path) -> Iterator[tuple[str, int]]:
-    """`coordinator serve` from the client/ and service/ folders of `source`; yields (url, pid)."""
+    """`coordinator serve` from the format/, client/ and service/ folders of `source`; yields (url, pid)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(source / d) for d in ("client", "service"))}
+    env = service_env(source)
     database = f"sqlite:///{work / f'coordinator-{port}.db'}"
     command = [sys.executable, "-m", "coordinator.cli", "serve", "--database-url", database]
     command += ["--warehouse", str(warehouse), "--port", str(port)]
@@ -117,10 +116,11 @@ def read_json_lines(partition: str | None) -> Callable[[str], int]:
 
 
 def baseline_tree(ref: str, into: Path) -> Path:
-    """The client/, service/ and migrations/ folders of `ref`, exported from git (nothing checked out)."""
+    """The format/, client/, service/ and migrations/ folders of `ref`, exported from git (nothing checked
+    out); a revision from before format/ has Paimon's format inside client/."""
     into.mkdir()
     archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", ref, "client", "service", "migrations"],
+        ["git", "-C", str(REPO), "archive", ref, *folders_at(ref, CHECKED_OUT)],
         check=True,
         capture_output=True,
     ).stdout

@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -42,9 +42,26 @@ def postgres_database() -> Iterator[str]:
         yield url
 
 
+CHECKED_OUT = ("service", "client", "format", "migrations")
+"""What a service needs of a checkout: its code, its client models, Paimon's format (format/, inside
+client/ in revisions from before it was a distribution of its own) and its database migrations."""
+
+
 def service_env(source: Path) -> dict[str, str]:
-    """This process's environment, with the service and client code of the checkout at `source`."""
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(str(source / d) for d in ("client", "service"))}
+    """This process's environment, with the service, client and format code of the checkout at `source`."""
+    folders = ("format", "client", "service")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(str(source / d) for d in folders)}
+
+
+def folders_at(revision: str, folders: Sequence[str]) -> list[str]:
+    """Those of `folders` that the tree of `revision` has (format/ is younger than the others)."""
+    done = subprocess.run(
+        ["git", "-C", str(REPO), "ls-tree", "--name-only", revision, "--", *folders],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.split()
 
 
 class CoordinatorProcess:

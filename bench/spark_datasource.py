@@ -51,7 +51,7 @@ def run_spark(root: Path, rows: int, repeats: int = 5) -> dict[str, Any]:
     root.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # Spark's Python workers import the client and bench/ from this checkout, as the driver does.
-    paths = (str(REPO / "client"), str(REPO), os.environ.get("PYTHONPATH"))
+    paths = (str(REPO / "format"), str(REPO / "client"), str(REPO), os.environ.get("PYTHONPATH"))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     from pyspark.sql import SparkSession
 

@@ -145,7 +145,7 @@ def revision() -> dict[str, Any]:
 
     return {
         "commit": git("rev-parse", "--short", "HEAD"),
-        "dirty": bool(git("status", "--porcelain", "--", "service", "client")),
+        "dirty": bool(git("status", "--porcelain", "--", "service", "client", "format")),
     }
 
 

@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from coordinator_client.format.partition_path import partition_path
-from coordinator_client.format.types import parse_type
 from coordinator_client.spark.layout import arrow_type, filesystem
+from paimon_format.partition_path import partition_path
+from paimon_format.types import parse_type
 
 
 class AppendTable:

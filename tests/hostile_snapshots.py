@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from coordinator_client.format.manifest import (
+from paimon_format.manifest import (
     ManifestEntry,
     ManifestFileMeta,
     decode_manifest,
@@ -24,8 +24,8 @@ from coordinator_client.format.manifest import (
     encode_manifest,
     encode_manifest_list,
 )
-from coordinator_client.format.manifest_meta import manifest_file_meta
-from coordinator_client.format.snapshot import Snapshot
+from paimon_format.manifest_meta import manifest_file_meta
+from paimon_format.snapshot import Snapshot
 from tests.paimon_files import read_bytes, read_text, write_bytes
 from tests.rest_writers import CATALOG_NAME
 

@@ -22,11 +22,11 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from coordinator_client import CoordinatorClient
-from coordinator_client.format.binary_row import encode_row
-from coordinator_client.format.bucket import bucket_of
-from coordinator_client.format.partition_path import partition_path
-from coordinator_client.format.types import parse_type
 from coordinator_client.spark.layout import arrow_type, filesystem
+from paimon_format.binary_row import encode_row
+from paimon_format.bucket import bucket_of
+from paimon_format.partition_path import partition_path
+from paimon_format.types import parse_type
 from tests.seaweed import pypaimon_options
 
 if TYPE_CHECKING:

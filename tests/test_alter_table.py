@@ -17,9 +17,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
+from coordinator.commit.pipeline import Committer
 from coordinator.db.models import TableRow
 from coordinator.services import Services
-from coordinator.usecases.commits import Committer
 from coordinator_client import AsyncCoordinatorClient, BadRequest, CoordinatorClient
 from coordinator_client.cli import main
 from coordinator_client.models import AddColumn, AlterTableRequest, CommitRequest, Move, RenameColumn
@@ -237,9 +237,7 @@ def test_a_commit_waiting_for_the_lock_during_an_alter_lands_on_the_new_schema(
     old = create_table(api, "alter", f"raced_{uuid.uuid4().hex[:6]}", FIELDS, partitionKeys=["dt"])
     rows = [{"dt": DT, "id": 1, "v": "written before the alter"}]
     # Resolved against schema 0, then held before it takes the table's lock.
-    waiting = PausedCall(
-        lambda: services.committer.commit(old.id, _batch(old, rows)), at=Committer._commit_group
-    )
+    waiting = PausedCall(lambda: services.committer.commit(old.id, _batch(old, rows)), at=Committer._lead)
     waiting.start()
     request = AlterTableRequest(changes=[AddColumn(field_names=["qty"], data_type="BIGINT")])
     services.maintenance.alter_table(old.id, request, actor="ops")

@@ -9,8 +9,8 @@ from pathlib import Path
 from sqlalchemy import create_engine, inspect
 
 from bench import floor
-from coordinator_client.format.manifest import decode_manifest, decode_manifest_list
-from coordinator_client.format.snapshot import Snapshot, parse_hint
+from paimon_format.manifest import decode_manifest, decode_manifest_list
+from paimon_format.snapshot import Snapshot, parse_hint
 
 
 def test_the_floor_writes_a_commits_files(tmp_path: Path) -> None:

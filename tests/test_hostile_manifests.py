@@ -23,14 +23,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordinator_client.format.binary_row import encode_row
-from coordinator_client.format.manifest import (
+from paimon_format.binary_row import encode_row
+from paimon_format.manifest import (
     ManifestEntry,
     encode_manifest,
     encode_manifest_list,
 )
-from coordinator_client.format.manifest_meta import manifest_file_meta
-from coordinator_client.format.types import parse_type
+from paimon_format.manifest_meta import manifest_file_meta
+from paimon_format.types import parse_type
 from tests.conftest import LiveServer
 from tests.hostile_snapshots import RestTable, renamed
 from tests.paimon_files import read_bytes, tree_digest, write_bytes

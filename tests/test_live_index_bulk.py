@@ -8,8 +8,8 @@ from sqlalchemy import text
 from coordinator.db.engine import read_only
 from coordinator.db.repositories import live_files as index
 from coordinator.services import Services
-from coordinator_client.format.manifest import DataFileMeta, FileKind, ManifestEntry, SimpleStats
 from coordinator_client.models import CreateTableRequest, FieldSpec
+from paimon_format.manifest import DataFileMeta, FileKind, ManifestEntry, SimpleStats
 
 MANY = index.COPY_FROM * 2
 

@@ -21,13 +21,13 @@ from sqlalchemy import Engine, create_engine
 from thriftpy2.rpc import make_client
 from thriftpy2.thrift import TClient
 
+from coordinator.commit.commit_point import commit_point
 from coordinator.errors import CommitConflict, LockUnavailable
 from coordinator.locks.base import Lease, LockBackend
 from coordinator.locks.hive_metastore import HMS, HiveMetastoreLocks
 from coordinator.locks.lock_table import LockTable
 from coordinator.locks.renewal import LeaseKeeper
 from coordinator.settings import Settings
-from coordinator.usecases.commit_records import commit_point
 from coordinator_client.models import CommitRequest
 from tests.conftest import LiveServer, fresh_database
 from tests.hive_metastore_double import HiveMetastoreLockDouble

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine
 
+from coordinator.commit.commit_point import commit_point
 from coordinator.errors import CommitConflict
 from coordinator.locks.lock_table import LockTable
 from coordinator.services import Services
 from coordinator.settings import Settings
-from coordinator.usecases.commit_records import commit_point
 from coordinator.usecases.table_hold import Hold
 from coordinator_client.models import CommitRequest, CreateTableRequest, FieldSpec
 from tests.paimon_files import PaimonTable, pypaimon_rows

@@ -483,7 +483,7 @@ def test_python_dash_m_runs_the_command(live_server: LiveServer, http: httpx.Cli
     with CoordinatorClient(live_server.url, timeout=60) as client:
         _append(client, table, _rows(0, 1))
         client.create_tag(table.id, "v1")
-    paths = [str(REPO / "client"), str(REPO / "service"), os.environ.get("PYTHONPATH", "")]
+    paths = [str(REPO / d) for d in ("format", "client", "service")] + [os.environ.get("PYTHONPATH", "")]
     done = subprocess.run(
         [sys.executable, "-m", "coordinator_client", "--url", live_server.url, "tags", "list", table.id],
         env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)},

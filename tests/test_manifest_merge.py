@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from coordinator.services import Services
-from coordinator_client.format.manifest import FileKind, decode_manifest, decode_manifest_list
 from coordinator_client.models import CommitRequest, CreateTableRequest, FieldSpec
+from paimon_format.manifest import FileKind, decode_manifest, decode_manifest_list
 from tests.paimon_files import PaimonTable, pypaimon_rows
 
 

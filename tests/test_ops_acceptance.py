@@ -18,10 +18,10 @@ import pytest
 from playwright.sync_api import Browser, expect
 from prometheus_client.parser import text_string_to_metric_families
 
+from coordinator.commit.commit_point import commit_point
 from coordinator.errors import CommitConflict
 from coordinator.services import Services
 from coordinator.settings import Settings
-from coordinator.usecases.commit_records import commit_point
 from coordinator_client import CoordinatorClient, Forbidden
 from coordinator_client.models import CommitRequest, LockModel
 from tests.conftest import LiveServer

@@ -78,7 +78,7 @@ def test_health_locks_metrics_and_overview_answer_while_50_commits_wait_for_a_he
             for t in threads:
                 t.start()
             # Read in-process, not over HTTP: on a starved server the HTTP answer is what is under test.
-            _wait_for(lambda: len(services.committer.in_flight()) >= 40, "40 commits waiting for the lock")
+            _wait_for(lambda: len(services.in_flight.listing()) >= 40, "40 commits waiting for the lock")
             time.sleep(0.5)  # and the last ten have reached the server
 
             timings = {path: _timed_get(ops, path) for path in OPS_PATHS}

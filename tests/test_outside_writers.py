@@ -21,8 +21,8 @@ import pytest
 from fastapi.testclient import TestClient
 from playwright.sync_api import Browser, expect
 
+from coordinator.commit.publish import Publication
 from coordinator.services import Services
-from coordinator.usecases.publication import Publication
 from coordinator_client import CoordinatorClient
 from coordinator_client.models import CommitRequest
 from tests.conftest import LiveServer

@@ -160,6 +160,6 @@ def test_a_raising_after_commit_hook_is_logged_and_counted_not_answered(
     assert seen == [(table.id, 1)]
     assert [s["id"] for s in answer["snapshots"]] == [1]
     assert failures(services, "retention") == before + 1
-    [logged] = [r for r in caplog.records if r.name == "coordinator.usecases.commit_queue" and r.exc_info]
+    [logged] = [r for r in caplog.records if r.name == "coordinator.commit.pipeline" and r.exc_info]
     assert "retention after a commit to" in logged.getMessage()
     assert sorted_rows(pypaimon_rows(warehouse, table.id)) == [row]

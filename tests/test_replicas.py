@@ -19,12 +19,12 @@ import pytest
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, text
 
+from coordinator.commit import commit_point as commit_records
+from coordinator.commit.pipeline import Committer
 from coordinator.db.migrate import alembic_config
 from coordinator.errors import InvalidRequest
 from coordinator.services import Services
 from coordinator.settings import Settings
-from coordinator.usecases import commit_records
-from coordinator.usecases.commits import Committer
 from coordinator_client.models import CommitRequest
 from tests.databases import postgres_database
 from tests.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows
@@ -215,7 +215,7 @@ def test_a_commit_waiting_for_the_lock_while_the_table_is_recreated_is_judged_by
     by_dt = create_events(a.http, "dt")
     # Resolved against the table by dt, then held before it takes the table's lock.
     old_rows = [{"dt": "2024-01-02", "region": "us", "id": 2}]
-    waiting = stalled_commit(b, by_dt, old_rows, at=Committer._commit_group)
+    waiting = stalled_commit(b, by_dt, old_rows, at=Committer._lead)
     by_region = recreate_by_region(a)
     with pytest.raises(InvalidRequest) as rejected:
         waiting.resume()

@@ -18,13 +18,13 @@ import httpx
 import pyarrow as pa
 import pytest
 
-from coordinator_client.format.manifest import (
+from paimon_format.manifest import (
     decode_manifest,
     decode_manifest_list,
     encode_manifest,
     encode_manifest_list,
 )
-from coordinator_client.format.snapshot import Snapshot
+from paimon_format.snapshot import Snapshot
 from tests.conftest import LiveServer
 from tests.paimon_files import read_bytes, read_text, tree_digest, write_bytes
 from tests.rest_writers import CATALOG_NAME, create_rest_table, rest_catalog, write_rows

@@ -18,9 +18,10 @@ import httpx
 import pyarrow as pa
 import pytest
 
-from coordinator.usecases.commit_records import commit_point
-from coordinator.usecases.snapshot_acceptance import MANIFEST_MERGE_USER, REBASE_APPENDS
-from coordinator_client.format.manifest import (
+from coordinator.commit.commit_point import commit_point
+from coordinator.commit.snapshot_acceptance import MANIFEST_MERGE_USER, REBASE_APPENDS
+from coordinator_client.models import CommitRequest
+from paimon_format.manifest import (
     FileKind,
     SimpleStats,
     decode_manifest,
@@ -28,10 +29,9 @@ from coordinator_client.format.manifest import (
     encode_manifest,
     encode_manifest_list,
 )
-from coordinator_client.format.manifest_meta import manifest_file_meta
-from coordinator_client.format.manifest_model import EMPTY_ROW
-from coordinator_client.format.snapshot import CommitKind, Snapshot
-from coordinator_client.models import CommitRequest
+from paimon_format.manifest_meta import manifest_file_meta
+from paimon_format.manifest_model import EMPTY_ROW
+from paimon_format.snapshot import CommitKind, Snapshot
 from tests.conftest import LiveServer
 from tests.paimon_files import PaimonTable, deletion_of, read_bytes, read_text, write_bytes
 from tests.pause import PausedCall
@@ -113,7 +113,8 @@ def test_a_rest_commit_whose_base_moved(
         rest_commit, messages = prepare(table, events(range(3, 5)), overwrite=overwrite)
         with ThreadPoolExecutor(1) as pool:
             rest = pool.submit(rest_commit.commit, messages)
-            while committer.queued("db.events") == 0:  # pypaimon read snapshot 1 and now waits
+            queues = live_server.services.queues
+            while queues.depth("db.events") == 0:  # pypaimon read snapshot 1 and now waits
                 assert not rest.done(), rest.exception()
             assert [s.id for s in held.resume().snapshots] == [2]
             rest.result(timeout=60)

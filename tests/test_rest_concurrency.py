@@ -7,8 +7,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from coordinator.usecases.snapshot_acceptance import REBASE_APPENDS
-from coordinator_client.format.snapshot import Snapshot
+from coordinator.commit.snapshot_acceptance import REBASE_APPENDS
+from paimon_format.snapshot import Snapshot
 from tests import rest_writer_process
 from tests.conftest import LiveServer
 from tests.paimon_files import read_text

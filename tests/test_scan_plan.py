@@ -19,10 +19,10 @@ from coordinator.storage.fileio import LocalFileIO
 from coordinator.usecases.reads import Reads
 from coordinator.usecases.scan_plan import live_file_model
 from coordinator_client import AsyncCoordinatorClient, BadRequest, CoordinatorClient, NotFound, ServerError
-from coordinator_client.format.binary_row import decode_row, encode_row
-from coordinator_client.format.manifest import ManifestFileMeta, decode_manifest, decode_manifest_list
-from coordinator_client.format.snapshot import Snapshot
-from coordinator_client.format.types import parse_type
+from paimon_format.binary_row import decode_row, encode_row
+from paimon_format.manifest import ManifestFileMeta, decode_manifest, decode_manifest_list
+from paimon_format.snapshot import Snapshot
+from paimon_format.types import parse_type
 from tests.conftest import LiveServer
 from tests.paimon_files import PaimonTable, commit, create_table, deletion_of
 

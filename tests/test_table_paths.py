@@ -22,7 +22,7 @@ import httpx
 import pyarrow as pa
 import pytest
 
-from coordinator_client.format.manifest import FileKind, ManifestEntry
+from paimon_format.manifest import FileKind, ManifestEntry
 from tests.conftest import LiveServer
 from tests.hostile_snapshots import AUTH, RestTable, renamed
 from tests.paimon_files import PaimonTable, file_exists, tree_digest, write_bytes

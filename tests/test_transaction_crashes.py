@@ -76,7 +76,7 @@ def _killed_in_a_transaction(
 def test_killed_before_the_second_table_is_published_both_show_it_after_a_restart(
     database_url: str, warehouse: Path, tmp_path: Path
 ) -> None:
-    stop = ("coordinator.usecases.publication:Publication.publish_group", 2)
+    stop = ("coordinator.commit.publish:Publication.publish_group", 2)
     fact, dim, body = _killed_in_a_transaction(stop, database_url, warehouse, tmp_path)
     assert file_exists(f"{fact.location}/snapshot/snapshot-1")
     assert not file_exists(f"{dim.location}/snapshot/snapshot-1")  # the commit point decided it; unpublished
@@ -93,7 +93,7 @@ def test_killed_before_the_second_table_is_published_both_show_it_after_a_restar
 def test_killed_before_the_commit_point_neither_shows_it_and_a_resend_commits_it_once(
     database_url: str, warehouse: Path, tmp_path: Path
 ) -> None:
-    stop = ("coordinator.usecases.commit_records:commit_point", 1)
+    stop = ("coordinator.commit.commit_point:commit_point", 1)
     fact, dim, body = _killed_in_a_transaction(stop, database_url, warehouse, tmp_path)
     with ServedCoordinator(database_url, warehouse, tmp_path / "restarted.log", **LEASE) as restarted:
         for table in (fact, dim):

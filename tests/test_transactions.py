@@ -16,8 +16,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from coordinator.commit.commit_point import commit_point
 from coordinator.services import Services
-from coordinator.usecases.commit_records import commit_point
 from coordinator_client.models import TransactionRequest
 from tests.conftest import LiveServer
 from tests.paimon_files import (
@@ -52,7 +52,7 @@ def held_at_commit_point(api: TestClient, changes: Changes, **body: Any) -> Paus
     """The transaction running in the app's own use case, held as it reaches its commit point."""
     request = TransactionRequest.model_validate(transaction_body(changes, **body))
     services: Services = api.app.state.services  # type: ignore[attr-defined]
-    return PausedCall(lambda: services.committer.transactions.commit(request), at=commit_point).start()
+    return PausedCall(lambda: services.committer.transaction(request), at=commit_point).start()
 
 
 def new_file(
@@ -401,7 +401,7 @@ def test_files_of_a_transaction_in_flight_are_not_orphans(api: TestClient) -> No
     held = held_at_commit_point(api, changes, user="loader")
     services: Services = api.app.state.services  # type: ignore[attr-defined]
     try:
-        assert order_file["fileName"] in services.committer.in_flight_file_names(orders.id)
+        assert order_file["fileName"] in services.in_flight.file_names(orders.id)
     finally:
         held.resume()
-    assert order_file["fileName"] not in services.committer.in_flight_file_names(orders.id)
+    assert order_file["fileName"] not in services.in_flight.file_names(orders.id)

@@ -1,8 +1,9 @@
 """Client, wire models and Paimon format code for the Paimon Commit Coordinator.
 
 Everything a caller of the service needs is here: the two clients, every wire model their methods take or
-return (with the Literal types of its fields), and every error they raise. The Paimon format code lives in
-coordinator_client.format, the Spark pipeline in coordinator_client.spark.
+return (with the Literal types of its fields), and every error they raise. Paimon's on-disk format is a
+distribution of its own (paimon-table-format, package paimon_format); the Spark pipeline lives in
+coordinator_client.spark.
 """
 
 from coordinator_client._scan import AsyncScanPlanStream, ScanPlanStream

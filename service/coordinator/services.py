@@ -11,7 +11,18 @@ from sqlalchemy import Engine
 from coordinator.access.audit import AuditLog
 from coordinator.access.tokens import TokenStore
 from coordinator.clock import Clock
-from coordinator.db.engine import bookkeeping_engine, make_engine
+from coordinator.commit.catch_up import CatchUp
+from coordinator.commit.decide import Decider
+from coordinator.commit.file_checks import FileChecks
+from coordinator.commit.in_flight import InFlight
+from coordinator.commit.intake import Intakes
+from coordinator.commit.live_index import LiveIndex
+from coordinator.commit.overwrite_watch import OverwriteWatch
+from coordinator.commit.pipeline import Collaborators, Committer
+from coordinator.commit.publish import Publication
+from coordinator.commit.queue import CommitQueues
+from coordinator.commit.table_state import TableStates
+from coordinator.db.engine import bookkeeping_engine, make_engine, probe_engine
 from coordinator.db.migrate import upgrade
 from coordinator.locks.base import LockBackend
 from coordinator.locks.lock_table import LockTable
@@ -20,12 +31,10 @@ from coordinator.settings import Settings
 from coordinator.storage.fileio import FileIO
 from coordinator.storage.vended_credentials import DataTokens
 from coordinator.storage.warehouse import open_warehouse
-from coordinator.usecases.commits import Committer
 from coordinator.usecases.databases import Databases
 from coordinator.usecases.maintenance import Maintenance
 from coordinator.usecases.operations import Operations
 from coordinator.usecases.overview import Overview
-from coordinator.usecases.overwrite_watch import OverwriteWatch
 from coordinator.usecases.reads import Reads
 from coordinator.usecases.snapshot_documents import SnapshotDocuments
 from coordinator.usecases.table_hold import TableHolds
@@ -57,10 +66,16 @@ class Services:
     databases: Databases
     snapshot_documents: SnapshotDocuments
     data_tokens: DataTokens
+    holds: TableHolds
+    file_checks: FileChecks
+    probes: Engine
+    queues: CommitQueues
+    in_flight: InFlight
 
     @classmethod
     def start(cls, settings: Settings) -> Services:
-        """Migrate (if asked), open the database, the warehouse and the lock backend."""
+        """Migrate (if asked), open the database, the warehouse and the lock backend, and build every use
+        case on them: the one place the service is wired."""
         if settings.auto_migrate:
             upgrade(settings.database_url)
         engine = make_engine(settings.database_url)
@@ -78,25 +93,44 @@ class Services:
             clock=clock,
         )
         tables = Tables(engine, fileio, root, clock)
+        # The commit pipeline's steps (commit/pipeline.py), each built once and handed what it uses.
+        probes = probe_engine(engine)
+        states = TableStates(fileio)
+        live_index = LiveIndex(engine, probes)
+        queues = CommitQueues()
+        in_flight = InFlight()
+        file_checks = FileChecks(fileio, tables)
+        publication = Publication(engine, bookkeeping, fileio, tables, holds, states, metrics)
         committer = Committer(
-            engine,
-            bookkeeping,
-            fileio,
-            tables,
-            holds,
-            metrics=metrics,
-            clock=clock,
+            Collaborators(
+                engine=engine,
+                bookkeeping=bookkeeping,
+                fileio=fileio,
+                tables=tables,
+                holds=holds,
+                intakes=Intakes(engine, tables, file_checks, clock),
+                queues=queues,
+                in_flight=in_flight,
+                catch_up=CatchUp(engine, fileio, tables, states, live_index, publication, metrics),
+                decider=Decider(engine, live_index, clock),
+                publication=publication,
+                states=states,
+                metrics=metrics,
+                clock=clock,
+            ),
             max_transaction_tables=settings.transaction_max_tables,
         )
         for table_id in committer.recover():
             log.warning("published snapshots of %s that a crash left unpublished", table_id)
         reads = Reads(engine, fileio, tables)
-        maintenance = Maintenance(fileio, tables, reads, holds, committer, metrics=metrics, clock=clock)
+        maintenance = Maintenance(
+            fileio, tables, reads, holds, states, queues, in_flight, metrics=metrics, clock=clock
+        )
         # Retention runs after a commit stands (snapshot.expire.execution-mode: sync, or async). Its
         # failures, in either mode, are logged and counted (coordinator_post_commit_failures_total
         # {step="retention"}) and never reach the committer: its commit stands and its answer is 201.
         committer.after_each_commit(maintenance.after_commit)
-        operations = Operations(engine, locks, committer, AuditLog(engine, clock), metrics)
+        operations = Operations(engine, locks, in_flight, AuditLog(engine, clock), metrics)
         # Sizes of tables recorded before revision 0005, read once from storage in the background.
         backfill = Backfill(engine, fileio, tables)
         backfill.start()
@@ -123,13 +157,20 @@ class Services:
             Databases(engine, tables, root, clock),
             SnapshotDocuments(engine, fileio, tables),
             DataTokens(settings, os.environ, clock),
+            holds,
+            file_checks,
+            probes,
+            queues,
+            in_flight,
         )
 
     def close(self) -> None:
         self.overwrite_watch.close()
         self.backfill.close()
         self.maintenance.close()
-        self.committer.close()
+        self.file_checks.close()
+        if self.probes is not self.engine:
+            self.probes.dispose()
         self.locks.close()
         self.data_tokens.close()
         self.engine.dispose()

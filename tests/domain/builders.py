@@ -11,11 +11,11 @@ from dataclasses import replace
 
 from coordinator.domain.live_files import LiveFiles
 from coordinator.domain.table_schema import TableShape
-from coordinator_client.format.binary_row import encode_row
-from coordinator_client.format.manifest import DataFileMeta, FileKind, ManifestEntry, SimpleStats
-from coordinator_client.format.schema import SchemaField, TableSchema
-from coordinator_client.format.types import parse_type
 from coordinator_client.models import CommitRequest
+from paimon_format.binary_row import encode_row
+from paimon_format.manifest import DataFileMeta, FileKind, ManifestEntry, SimpleStats
+from paimon_format.schema import SchemaField, TableSchema
+from paimon_format.types import parse_type
 
 ADD = FileKind.ADD
 DELETE = FileKind.DELETE

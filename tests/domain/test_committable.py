@@ -8,15 +8,17 @@ primary-key table `(dt, id)` with the key `id` in 2 fixed buckets (max level 5).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
 
 import pytest
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 
 from coordinator.domain.committable import OverwriteTarget, resolve_committable
 from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest
-from coordinator_client.format.binary_row import encode_row
-from coordinator_client.format.manifest import FileKind, ManifestEntry, SimpleStats
+from paimon_format.binary_row import encode_row
+from paimon_format.manifest import FileKind, ManifestEntry, SimpleStats
 from tests.domain.builders import (
     ADD,
     DELETE,
@@ -264,6 +266,80 @@ def test_an_append_table_file_has_empty_keys_and_the_table_bucket_count() -> Non
     empty_row = encode_row([], [])
     assert (added.total_buckets, added.file.min_key, added.file.max_key) == (-1, empty_row, empty_row)
     assert added.file.key_stats == SimpleStats.EMPTY
+
+
+@dataclass(frozen=True)
+class _File:
+    file_name: str
+    file_size: int = 100
+    row_count: int = 10
+    min_key: list[JsonValue] = field(default_factory=list)
+    max_key: list[JsonValue] = field(default_factory=list)
+    key_stats: None = None
+    min_sequence_number: int = 0
+    max_sequence_number: int = 0
+    level: int = 0
+    schema_id: int | None = None
+    delete_row_count: int = 0
+    extra_files: tuple[str, ...] = ()
+    creation_time: int | None = None
+    file_source: int | None = None
+
+
+@dataclass(frozen=True)
+class _Message:
+    partition: dict[str, JsonValue]
+    bucket: int
+    total_buckets: int | None = None
+    new_files: tuple[_File, ...] = ()
+    deleted_files: tuple[_File, ...] = ()
+    changelog_files: tuple[_File, ...] = ()
+    compact_before: tuple[_File, ...] = ()
+    compact_after: tuple[_File, ...] = ()
+    compact_changelog_files: tuple[_File, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Overwrite:
+    mode: Literal["dynamic", "static", "table"]
+    partition: dict[str, JsonValue] | None = None
+
+
+@dataclass(frozen=True)
+class _Committable:
+    commit_user: str
+    identifier: int
+    messages: tuple[_Message, ...]
+    watermark: int | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    base_snapshot_id: int | None = None
+    overwrite: _Overwrite | None = None
+
+
+def test_the_domain_reads_any_committable_of_the_wire_s_shape() -> None:
+    """resolve_committable takes the shapes of domain/manifest_committable, not the wire model: plain
+    dataclasses resolve to the same committable as the CommitRequest with the same fields, and are
+    refused with the same field named."""
+    plain = _Committable(
+        "writer",
+        1,
+        (_Message({"dt": "a"}, 0, new_files=(_File("data-1.parquet", min_key=[1], max_key=[9]),)),),
+        watermark=5,
+        properties={"k": "v"},
+        overwrite=_Overwrite("static", {"dt": "a"}),
+    )
+    wire = commit_request(
+        message(newFiles=[PK_FILE]),
+        watermark=5,
+        properties={"k": "v"},
+        overwrite={"mode": "static", "partition": {"dt": "a"}},
+    )
+    assert resolve_committable(plain, PK, now_millis=NOW) == resolve_committable(wire, PK, now_millis=NOW)
+
+    refused = _Committable("writer", 1, (_Message({"dt": "a"}, 7, new_files=(_File("data-1.parquet"),)),))
+    with pytest.raises(InvalidRequest) as raised:
+        resolve_committable(refused, PK, now_millis=NOW)
+    assert raised.value.field == "messages[0].bucket"
 
 
 UNPARTITIONED = shape({"id": "BIGINT", "v": "STRING"})

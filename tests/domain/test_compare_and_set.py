@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.domain.conflicts import Conflict, check_compare_and_set
-from coordinator_client.format.snapshot import CommitKind, Snapshot
+from paimon_format.snapshot import CommitKind, Snapshot
 
 
 def snapshot(snapshot_id: int, uuid: str | None) -> Snapshot:

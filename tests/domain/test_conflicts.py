@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import get_args
 
 import pytest
 
+from coordinator.domain import conflicts
 from coordinator.domain.conflicts import Conflict, KeyDecoder, check_base_snapshot, check_conflicts
 from coordinator.domain.live_files import LiveFiles
-from coordinator_client.format.manifest import ManifestEntry
+from coordinator_client import models
+from paimon_format.manifest import ManifestEntry
 from tests.domain.builders import ADD, DELETE, deleted, entry, live, pk_shape
 
 DECODE_KEY: KeyDecoder = pk_shape().decode_key
@@ -210,3 +213,8 @@ def test_an_empty_table_accepts_any_first_delta() -> None:
     files = LiveFiles()
     files.apply(delta, 1)
     assert len(files) == 2
+
+
+def test_the_conflict_types_are_the_wire_s() -> None:
+    """The domain names its conflicts itself; a conflict's answer carries the name as the wire's type."""
+    assert get_args(conflicts.ConflictType) == get_args(models.ConflictType)

@@ -13,12 +13,12 @@ import pytest
 
 from coordinator.domain.live_files import merge_entries
 from coordinator.domain.manifest_merge import MIB, MergeOptions, merge_manifests, parse_memory_size
-from coordinator_client.format.manifest import (
+from paimon_format.manifest import (
     FileKind,
     ManifestEntry,
     ManifestFileMeta,
 )
-from coordinator_client.format.manifest_meta import manifest_file_meta, partition_stats
+from paimon_format.manifest_meta import manifest_file_meta, partition_stats
 from tests.domain.builders import ADD, DELETE, append_shape, entry
 
 ENTRY_SIZE = 10

@@ -8,10 +8,10 @@ import pytest
 
 from coordinator.domain.committable import OverwriteTarget, ResolvedCommittable, resolve_committable
 from coordinator.domain.plan import plan_snapshots, record_count_delta, with_live_metadata
-from coordinator_client.format.binary_row import encode_row
-from coordinator_client.format.manifest import FileKind, ManifestEntry
-from coordinator_client.format.snapshot import CommitKind
 from coordinator_client.models import CommitRequest
+from paimon_format.binary_row import encode_row
+from paimon_format.manifest import FileKind, ManifestEntry
+from paimon_format.snapshot import CommitKind
 from tests.domain.builders import ADD, DELETE, append_shape, data_file, deleted, entry, live, shape
 
 APPEND_SHAPE = append_shape()

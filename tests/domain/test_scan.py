@@ -14,8 +14,8 @@ from coordinator.domain.live_files import merge_entries
 from coordinator.domain.manifest_pruning import manifest_may_contain
 from coordinator.domain.scan import Deletions, Position, live_adds
 from coordinator.domain.table_schema import TableShape
-from coordinator_client.format.binary_row import EMPTY_ROW, encode_row
-from coordinator_client.format.manifest import ManifestEntry, ManifestFileMeta, SimpleStats
+from paimon_format.binary_row import EMPTY_ROW, encode_row
+from paimon_format.manifest import ManifestEntry, ManifestFileMeta, SimpleStats
 from tests.domain.builders import ADD, DELETE, append_shape, entry, shape
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import pytest
 from pydantic import TypeAdapter, ValidationError
@@ -10,9 +11,9 @@ from pydantic import TypeAdapter, ValidationError
 from coordinator.domain.schema_changes import evolve_schema
 from coordinator.domain.type_widening import widens
 from coordinator.errors import InvalidRequest
-from coordinator_client.format.schema import SchemaField, TableSchema
-from coordinator_client.format.types import parse_type
 from coordinator_client.models import AlterTableRequest, SchemaChange
+from paimon_format.schema import SchemaField, TableSchema
+from paimon_format.types import parse_type
 
 NOW = 1_700_000_000_000
 
@@ -462,3 +463,28 @@ def test_the_wire_model_refuses_what_paimon_would_not_send(
     with pytest.raises(ValidationError) as caught:
         AlterTableRequest.model_validate({"changes": changes})
     assert caught.value.errors()[0]["loc"][: len(where) + 1] == ("changes", *where)
+
+
+@dataclass(frozen=True)
+class _Rename:
+    field_names: tuple[str, ...]
+    new_name: str
+    action: Literal["renameColumn"] = "renameColumn"
+
+
+@dataclass(frozen=True)
+class _SetOption:
+    key: str
+    value: str
+    action: Literal["setOption"] = "setOption"
+
+
+def test_the_rules_read_any_change_of_the_wire_s_shape() -> None:
+    """evolve_schema takes the shapes of domain/schema_change, told apart by `action`, not the wire
+    models: plain dataclasses evolve the schema as the parsed JSON does, and are refused naming the same
+    field."""
+    plain: list[_Rename | _SetOption] = [_Rename(("v",), "w"), _SetOption("a", "b")]
+    assert evolve_schema(schema(), plain, now_millis=NOW) == evolve(rename("v", "w"), option("a", "b"))
+    with pytest.raises(InvalidRequest) as caught:
+        evolve_schema(schema(), [_SetOption("bucket", "4")], now_millis=NOW)
+    assert caught.value.field == refused(option("bucket", "4")).field == "changes[0].key"

@@ -7,8 +7,8 @@ import pytest
 from coordinator.domain.committable import ResolvedCommittable
 from coordinator.domain.plan import SnapshotPlan
 from coordinator.domain.snapshot import WRITER_VERSION, ManifestLists, next_snapshot
-from coordinator_client.format.manifest import DataFileMeta, FileKind, ManifestEntry, SimpleStats
-from coordinator_client.format.snapshot import CommitKind, Snapshot
+from paimon_format.manifest import DataFileMeta, FileKind, ManifestEntry, SimpleStats
+from paimon_format.snapshot import CommitKind, Snapshot
 
 LISTS = ManifestLists(base=("manifest-list-base", 100), delta=("manifest-list-delta", 50))
 

@@ -16,9 +16,9 @@ from coordinator.domain.table_paths import (
     name_problem,
 )
 from coordinator.errors import InvalidRequest, PathOutsideTable
-from coordinator_client.format.binary_row import EMPTY_ROW
-from coordinator_client.format.manifest import FileKind, ManifestEntry, SimpleStats
-from coordinator_client.format.manifest_meta import manifest_file_meta
+from paimon_format.binary_row import EMPTY_ROW
+from paimon_format.manifest import FileKind, ManifestEntry, SimpleStats
+from paimon_format.manifest_meta import manifest_file_meta
 from tests.domain.builders import ADD, append_shape, entry, key, partition, pk_shape, shape
 
 

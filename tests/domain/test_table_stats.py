@@ -18,7 +18,7 @@ from coordinator.domain.table_stats import (
     file_delta,
     stats_of_live,
 )
-from coordinator_client.format.manifest import FileKind, ManifestEntry
+from paimon_format.manifest import FileKind, ManifestEntry
 from tests.domain.builders import ADD, DELETE, data_file, partition
 
 

@@ -10,7 +10,7 @@ from pypaimon.schema.schema import Schema
 from pypaimon.schema.table_schema import TableSchema
 from pypaimon.write.row_key_extractor import FixedBucketRowKeyExtractor
 
-from coordinator_client.format.types import DataType
+from paimon_format.types import DataType
 
 _WIDE = Context(prec=100)
 

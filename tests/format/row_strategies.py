@@ -7,7 +7,7 @@ from decimal import Context, Decimal
 
 from hypothesis import strategies as st
 
-from coordinator_client.format.types import DataType
+from paimon_format.types import DataType
 
 _WIDE = Context(prec=100)
 

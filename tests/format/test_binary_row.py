@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from pypaimon.schema.data_types import DataField, DataTypeParser
 from pypaimon.table.row.generic_row import GenericRow, GenericRowSerializer
 
-from coordinator_client.format.binary_row import EMPTY_ROW, decode_row, encode_row, row_codec
-from coordinator_client.format.types import DataType, parse_type
+from paimon_format.binary_row import EMPTY_ROW, decode_row, encode_row, row_codec
+from paimon_format.types import DataType, parse_type
 from tests.format.row_strategies import typed_rows, values_for
 
 

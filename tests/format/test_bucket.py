@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pypaimon.write.row_key_extractor import _hash_bytes_by_words
 
-from coordinator_client.format.binary_row import encode_row
-from coordinator_client.format.bucket import bucket_of, hash_row
-from coordinator_client.format.types import DataType
+from paimon_format.binary_row import encode_row
+from paimon_format.bucket import bucket_of, hash_row
+from paimon_format.types import DataType
 from tests.format.bucket_kinds import KEY_KINDS, pypaimon_buckets
 
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator_client.format.binary_row import encode_row
-from coordinator_client.format.bucket import bucket_of
-from coordinator_client.format.bucket_arrow import buckets_of_columns, encode_rows_columns
-from coordinator_client.format.types import DataType
+from paimon_format.binary_row import encode_row
+from paimon_format.bucket import bucket_of
+from paimon_format.bucket_arrow import buckets_of_columns, encode_rows_columns
+from paimon_format.types import DataType
 from tests.format.bucket_kinds import KEY_KINDS, pypaimon_buckets
 
 # Kinds with a column-wise encoding; big_decimal (precision 30) exercises the row-at-a-time fallback.

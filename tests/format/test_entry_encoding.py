@@ -9,8 +9,8 @@ import fastavro
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator_client.format.entry_encoding import encode_entries
-from coordinator_client.format.manifest import (
+from paimon_format.entry_encoding import encode_entries
+from paimon_format.manifest import (
     MANIFEST_SCHEMA,
     ManifestEntry,
     SimpleStats,

@@ -9,8 +9,8 @@ import pytest
 
 from coordinator.storage.fileio import LocalFileIO
 from coordinator.storage.warehouse import open_warehouse
-from coordinator_client.format.location import local_path
 from coordinator_client.spark.layout import filesystem
+from paimon_format.location import local_path
 
 
 @pytest.mark.parametrize(

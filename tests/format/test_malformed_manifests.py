@@ -10,7 +10,7 @@ from typing import Any
 import fastavro
 import pytest
 
-from coordinator_client.format.manifest import decode_manifest, decode_manifest_list, iter_manifest
+from paimon_format.manifest import decode_manifest, decode_manifest_list, iter_manifest
 
 
 def _container(fields: list[dict[str, Any]], record: dict[str, Any]) -> bytes:

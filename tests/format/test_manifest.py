@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator_client.format.manifest import (
+from paimon_format.manifest import (
     DataFileMeta,
     FileKind,
     ManifestEntry,
@@ -26,8 +26,8 @@ from coordinator_client.format.manifest import (
     encode_manifest,
     encode_manifest_list,
 )
-from coordinator_client.format.manifest_meta import combined_meta, manifest_file_meta, partition_stats
-from coordinator_client.format.snapshot import (
+from paimon_format.manifest_meta import combined_meta, manifest_file_meta, partition_stats
+from paimon_format.snapshot import (
     CommitKind,
     Snapshot,
     format_hint,

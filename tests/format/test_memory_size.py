@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pypaimon.common.memory_size import MemorySize
 
-from coordinator_client.format.memory_size import parse_memory_size
+from paimon_format.memory_size import parse_memory_size
 
 KIB, MIB, GIB, TIB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 UNITS = ["", "b", "bytes", "k", "kb", "kibibytes", "m", "mb", "mebibytes"]

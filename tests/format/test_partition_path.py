@@ -16,9 +16,9 @@ from pypaimon.schema.data_types import DataField, DataTypeParser
 from pypaimon.table.row.generic_row import GenericRowDeserializer
 from pypaimon.utils.file_store_path_factory import FileStorePathFactory
 
-from coordinator_client.format.binary_row import encode_row
-from coordinator_client.format.partition_path import bucket_dir, partition_path, partition_value_text
-from coordinator_client.format.types import DataType, parse_type
+from paimon_format.binary_row import encode_row
+from paimon_format.partition_path import bucket_dir, partition_path, partition_value_text
+from paimon_format.types import DataType, parse_type
 from tests.format.row_strategies import values_for
 
 DATE = DataType("DATE")

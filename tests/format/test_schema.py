@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator_client.format.schema import (
+from paimon_format.schema import (
     SchemaField,
     TableSchema,
     parse_schema_file_name,

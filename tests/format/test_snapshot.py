@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator_client.format.snapshot import (
+from paimon_format.snapshot import (
     BATCH_IDENTIFIER,
     EARLIEST,
     LATEST,

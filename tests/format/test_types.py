@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 from pypaimon.schema.data_types import DataTypeParser, PyarrowFieldParser
 
-from coordinator_client.format.types import DataType, parse_type
+from paimon_format.types import DataType, parse_type
 
 
 @pytest.mark.parametrize(
@@ -132,7 +132,7 @@ def test_pypaimon_understands_our_strings(text: str, arrow: pa.DataType) -> None
 def test_pickled_types_hash_like_fresh_ones_in_another_process() -> None:
     # String hashes are salted per process, so a cached hash must not travel inside a pickle.
     code = (
-        "import pickle, sys; from coordinator_client.format.types import parse_type;"
+        "import pickle, sys; from paimon_format.types import parse_type;"
         "sys.stdout.buffer.write(pickle.dumps(parse_type('DECIMAL(10, 2) NOT NULL')))"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": os.pathsep.join(sys.path)}

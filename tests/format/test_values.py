@@ -10,9 +10,9 @@ from decimal import Decimal
 import pytest
 from hypothesis import given, settings
 
-from coordinator_client.format.binary_row import decode_row, encode_row
-from coordinator_client.format.types import DataType, parse_type
-from coordinator_client.format.values import from_json_value, to_json_value
+from paimon_format.binary_row import decode_row, encode_row
+from paimon_format.types import DataType, parse_type
+from paimon_format.values import from_json_value, to_json_value
 from tests.format.row_strategies import typed_rows
 
 

@@ -30,7 +30,6 @@ from pyspark.sql.datasource import (
 )
 
 from coordinator_client import CoordinatorClient
-from coordinator_client.format.schema import SchemaField, TableSchema
 from coordinator_client.spark import write
 from coordinator_client.spark.batch_read import FILTER_PUSHDOWN, FilteringTableReader
 from coordinator_client.spark.filters import Pushdown, evaluate
@@ -40,6 +39,7 @@ from coordinator_client.spark.row_groups import owned_row_groups
 from coordinator_client.spark.source import NAME, read_schema, register
 from coordinator_client.spark.splits import Split
 from coordinator_client.spark.time_travel import epoch_millis
+from paimon_format.schema import SchemaField, TableSchema
 from tests.paimon_files import create_table, pypaimon_table
 from tests.spark.tables import assert_same_rows
 

@@ -8,7 +8,6 @@ The models live in private modules by API area (tables, commits, reads, maintena
 them from here.
 """
 
-from coordinator_client.format.snapshot import BATCH_IDENTIFIER
 from coordinator_client.models._base import (
     COMMIT_USER_PATTERN,
     FILE_NAME_PATTERN,
@@ -113,6 +112,7 @@ from coordinator_client.models._transactions import (
     TransactionResponse,
     TransactionTableChange,
 )
+from paimon_format.snapshot import BATCH_IDENTIFIER
 
 __all__ = [
     "BATCH_IDENTIFIER",

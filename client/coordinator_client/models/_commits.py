@@ -6,7 +6,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, JsonValue
 
-from coordinator_client.format.snapshot import BATCH_IDENTIFIER
 from coordinator_client.models._base import (
     COMMIT_USER_PATTERN,
     FILE_NAME_PATTERN,
@@ -19,6 +18,7 @@ from coordinator_client.models._base import (
     _Model,
     _Request,
 )
+from paimon_format.snapshot import BATCH_IDENTIFIER
 
 
 class KeyStatsModel(_Request):

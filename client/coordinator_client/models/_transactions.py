@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from coordinator_client.format.snapshot import BATCH_IDENTIFIER
 from coordinator_client.models._base import (
     COMMIT_USER_PATTERN,
     INT64_MAX,
@@ -14,6 +13,7 @@ from coordinator_client.models._base import (
     _Request,
 )
 from coordinator_client.models._commits import TableSnapshots, _TableChanges
+from paimon_format.snapshot import BATCH_IDENTIFIER
 
 
 class TransactionTableChange(_TableChanges):

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from coordinator_client.format.memory_size import parse_memory_size
 from coordinator_client.models import LiveFileModel
 from coordinator_client.spark.evolution import FileSchemas
 from coordinator_client.spark.file_reads import for_spark, inserts, spark_arrow_schema
@@ -39,6 +38,7 @@ from coordinator_client.spark.row_groups import BATCH_ROWS, read_split
 from coordinator_client.spark.source import ROWKIND
 from coordinator_client.spark.splits import DEFAULT_SPLIT_SIZE, Split, plan_splits
 from coordinator_client.spark.time_travel import BEFORE_FIRST, pinned_snapshot
+from paimon_format.memory_size import parse_memory_size
 
 if TYPE_CHECKING:
     from pyspark.sql.datasource import Filter, InputPartition

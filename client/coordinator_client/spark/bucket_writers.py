@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from coordinator_client.format.memory_size import parse_memory_size
 from coordinator_client.spark.committing import delete_files
 from coordinator_client.spark.data_files import RollingFileWriter, WrittenFile
 from coordinator_client.spark.layout import KEY_PREFIX, SEQUENCE_NUMBER, SparkTable
 from coordinator_client.spark.tasks import Group, buckets, conform, groups, with_system_columns
+from paimon_format.memory_size import parse_memory_size
 
 DEFAULT_WRITE_BUFFER = "256 mb"
 

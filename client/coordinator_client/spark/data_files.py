@@ -23,7 +23,6 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from coordinator_client.format.values import to_json_value
 from coordinator_client.spark.layout import (
     DELETE,
     KEY_PREFIX,
@@ -33,6 +32,7 @@ from coordinator_client.spark.layout import (
     SparkTable,
 )
 from coordinator_client.spark.merge import newest_per_key, split_last_key
+from paimon_format.values import to_json_value
 
 ROW_GROUP_ROWS = 128 * 1024
 FILE_COLUMN = "file"

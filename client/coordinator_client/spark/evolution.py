@@ -15,8 +15,8 @@ from functools import cached_property
 
 import pyarrow as pa
 
-from coordinator_client.format.schema import TableSchema, schema_file_name
 from coordinator_client.spark.layout import KEY_PREFIX, SparkTable
+from paimon_format.schema import TableSchema, schema_file_name
 
 Sources = tuple[tuple[str, str | None], ...]
 """Each column of the table's data files, with its name in an older file (None: the file lacks it)."""

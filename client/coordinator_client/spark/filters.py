@@ -44,10 +44,10 @@ from pyspark.sql.datasource import (
     StringStartsWith,
 )
 
-from coordinator_client.format.types import DataType
-from coordinator_client.format.values import from_json_value, to_json_value
 from coordinator_client.models import LiveFileModel
 from coordinator_client.spark.layout import SparkTable
+from paimon_format.types import DataType
+from paimon_format.values import from_json_value, to_json_value
 
 MAX_PARTITION_REQUESTS = 64
 """At most this many partition filters (one scan-plan request each) go to the coordinator: the cross

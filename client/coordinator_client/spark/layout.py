@@ -14,13 +14,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from coordinator_client.format.location import local_path
-from coordinator_client.format.memory_size import parse_memory_size
-from coordinator_client.format.partition_path import bucket_dir, partition_path
-from coordinator_client.format.schema import SchemaField, TableSchema
-from coordinator_client.format.types import DataType, parse_type
-from coordinator_client.format.values import from_json_value
 from coordinator_client.models import LiveFileModel, TableResponse
+from paimon_format.location import local_path
+from paimon_format.memory_size import parse_memory_size
+from paimon_format.partition_path import bucket_dir, partition_path
+from paimon_format.schema import SchemaField, TableSchema
+from paimon_format.types import DataType, parse_type
+from paimon_format.values import from_json_value
 
 KEY_PREFIX = "_KEY_"
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"

@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from coordinator_client.client import CoordinatorClient
-from coordinator_client.format.values import from_json_value
 from coordinator_client.models import LiveFileModel
 from coordinator_client.spark.layout import SparkTable
+from paimon_format.values import from_json_value
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -15,13 +15,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from coordinator_client.format.bucket_arrow import buckets_of_columns
 from coordinator_client.spark.data_files import RollingFileWriter, WrittenFile, written_files_batch
 from coordinator_client.spark.evolution import FileSchemas
 from coordinator_client.spark.layout import (
     SparkTable,
 )
 from coordinator_client.spark.merge import merge_by_key
+from paimon_format.bucket_arrow import buckets_of_columns
 
 TASK_COLUMN = "task"
 

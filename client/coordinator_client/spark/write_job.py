@@ -34,13 +34,13 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from pyspark.sql.datasource import WriterCommitMessage
 
-from coordinator_client.format.values import from_json_value
 from coordinator_client.models import BATCH_IDENTIFIER, CommitRequest, OverwriteSpec
 from coordinator_client.spark.bucket_writers import BucketWriters
 from coordinator_client.spark.committing import commit_written, messages, sweep
 from coordinator_client.spark.data_files import WrittenFile, file_prefix
 from coordinator_client.spark.layout import DELETE, INSERT, SparkTable
 from coordinator_client.spark.options import Connection, OptionError, partition_spec
+from paimon_format.values import from_json_value
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType

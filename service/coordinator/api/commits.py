@@ -59,7 +59,11 @@ async def commit(
     resume = pause_collection(len(body))
     try:
         result = await at_the_holder(
-            request, threads, partial(_commit, services, table_id, body, idempotency_key)
+            request,
+            threads,
+            services,
+            [table_id],
+            partial(_commit, services, table_id, body, idempotency_key),
         )
     except BaseException:
         resume()
@@ -72,14 +76,10 @@ async def commit(
     return result
 
 
-def _commit(
-    services: Services, table_id: str, body: bytes, idempotency_key: str | None, *, forwardable: bool
-) -> CommitResponse:
+def _commit(services: Services, table_id: str, body: bytes, idempotency_key: str | None) -> CommitResponse:
     # Validated on the commit's thread: a big body would hold the event loop for as long.
     request = read_commit_request(body)
-    return services.committer.commit(
-        table_id, request, idempotency_key=idempotency_key, forwardable=forwardable
-    )
+    return services.committer.commit(table_id, request, idempotency_key=idempotency_key)
 
 
 @router.get("", responses=TABLE_ERRORS)

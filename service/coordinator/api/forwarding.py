@@ -3,23 +3,26 @@
 Behind a load balancer, commits to one table reach every replica. Each replica that took the table's
 lock in turn would commit a small group, and the next holder would first catch up with what the last
 one wrote. Instead a replica that finds the lock held by another one (which recorded its advertise_url
-with the lock) passes the request on as it came; the holder queues it with its own commits and answers
-them together. The forwarded request is marked, so it is never passed on again: it waits for the lock
-where it arrived. A holder that cannot be reached is not waited for: the commit is made here instead
-(a resend of one the holder did commit is answered from its record, as any resend).
+with the lock) passes the request on as it came, before it takes any lock itself; the holder queues it
+with its own commits and answers them together. The forwarded request is marked, so it is never passed
+on again: it waits for the lock where it arrived. A holder that cannot be reached is not waited for:
+the commit is made here instead (a resend of one the holder did commit is answered from its record, as
+any resend).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import httpx
 from fastapi import Request, Response
+from starlette.concurrency import run_in_threadpool
 
 from coordinator.api.deps import LockThreads
+from coordinator.errors import TableNotFound
 from coordinator.observability.metrics import Metrics
-from coordinator.usecases.table_hold import HeldElsewhere
+from coordinator.services import Services
 
 _T = TypeVar("_T")
 
@@ -64,16 +67,30 @@ class Forwarder:
         await self._client.aclose()
 
 
-async def at_the_holder(request: Request, threads: LockThreads, commit: Callable[..., _T]) -> _T | Response:
-    """`commit(forwardable=...)` here, or the answer of the replica holding the table's lock when it says
-    (HeldElsewhere) that one holds it; here after all when that one cannot be reached."""
+async def at_the_holder(
+    request: Request,
+    threads: LockThreads,
+    services: Services,
+    table_ids: Sequence[str],
+    commit: Callable[[], _T],
+) -> _T | Response:
+    """`commit()` here, or the answer of the replica that holds one of the tables' locks now, asked before
+    any lock is taken here; here after all when that one cannot be reached."""
     forwarder: Forwarder | None = request.app.state.forwarder
-    forwardable = forwarder is not None and forwarder.may_forward(request)
-    try:
-        return await threads.run(commit, forwardable=forwardable)
-    except HeldElsewhere as elsewhere:
-        assert forwarder is not None  # only a forwardable commit is sent elsewhere
-        answer = await forwarder.commit(request, await request.body(), elsewhere.url)
-        if answer is not None:
-            return answer
-    return await threads.run(commit, forwardable=False)
+    if forwarder is not None and forwarder.may_forward(request):
+        holder = await run_in_threadpool(_holder_elsewhere, services, table_ids)
+        if holder is not None:
+            answer = await forwarder.commit(request, await request.body(), holder)
+            if answer is not None:
+                return answer
+    return await threads.run(commit)
+
+
+def _holder_elsewhere(services: Services, table_ids: Sequence[str]) -> str | None:
+    tables = []
+    for table_id in table_ids:
+        try:
+            tables.append(services.tables.cached(table_id))
+        except TableNotFound:
+            continue  # the commit itself answers 404, naming its field
+    return services.holds.held_elsewhere(tables)

@@ -20,7 +20,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from coordinator_client.format.snapshot import BATCH_IDENTIFIER
+from paimon_format.snapshot import BATCH_IDENTIFIER
 
 JSON_DOCUMENT = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
 """A JSON document (JSONB on PostgreSQL); Python None is SQL NULL, not a JSON null."""

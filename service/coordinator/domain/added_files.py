@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from coordinator_client.format.manifest import ManifestEntry
+from paimon_format.manifest import ManifestEntry
 
 Where = tuple[int, str, int]
 """(message, file list, position in it): `(0, "newFiles", 2)` is `messages[0].newFiles[2]`."""

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # committable.py imports this module: its types are only named here
     from coordinator.domain.committable import OverwriteTarget, ResolvedCommittable
-    from coordinator_client.format.manifest import ManifestEntry
+    from paimon_format.manifest import ManifestEntry
 
 
 def changes_digest(resolved: ResolvedCommittable) -> str:

@@ -1,8 +1,9 @@
-"""A ManifestCommittable as it arrives on the wire -> Paimon manifest entries, validated field by field.
+"""A ManifestCommittable as a writer sends it -> Paimon manifest entries, validated field by field.
 
 Paimon's collectChanges: newFiles -> ADD and deletedFiles -> DELETE (the append part), compactBefore ->
 DELETE and compactAfter -> ADD (the compact part), changelog files to their own manifests. Every check
-here names the offending field, and nothing in this module touches storage or the database.
+here names the offending field (by its name on the wire), and nothing in this module touches storage or
+the database. What it reads is shaped by manifest_committable's Protocols, not by the wire models.
 """
 
 from __future__ import annotations
@@ -16,15 +17,20 @@ from pydantic import JsonValue
 from coordinator.domain.added_files import AddedFile, Where
 from coordinator.domain.added_files import file_field as _file_path
 from coordinator.domain.commit_digest import changes_digest
+from coordinator.domain.manifest_committable import (
+    CommitMessage,
+    DataFile,
+    KeyStats,
+    ManifestCommittable,
+)
 from coordinator.domain.table_paths import check_name
 from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest
-from coordinator_client.format.binary_row import EMPTY_ROW, encode_row
-from coordinator_client.format.manifest import DataFileMeta, FileKind, ManifestEntry, SimpleStats
-from coordinator_client.format.snapshot import CommitKind
-from coordinator_client.format.types import DataType
-from coordinator_client.format.values import from_json_value
-from coordinator_client.models import CommitMessageModel, CommitRequest, DataFileModel, KeyStatsModel
+from paimon_format.binary_row import EMPTY_ROW, encode_row
+from paimon_format.manifest import DataFileMeta, FileKind, ManifestEntry, SimpleStats
+from paimon_format.snapshot import CommitKind
+from paimon_format.types import DataType
+from paimon_format.values import from_json_value
 
 DATA_FILE_SUFFIXES = (".parquet", ".orc", ".avro")
 FORCE_CREATE_SNAPSHOT = "commit.force-create-snapshot"
@@ -111,11 +117,14 @@ class ResolvedCommittable:
         return frozenset(names)
 
 
-def resolve_committable(request: CommitRequest, shape: TableShape, *, now_millis: int) -> ResolvedCommittable:
+def resolve_committable(
+    request: ManifestCommittable, shape: TableShape, *, now_millis: int
+) -> ResolvedCommittable:
     """Validate a commit request against the table and turn it into manifest entries.
 
-    This is the anti-corruption layer of the commit pipeline: the wire model ends here, and every
-    rejection is an InvalidRequest naming the offending field.
+    This is the anti-corruption layer of the commit pipeline: the committable as sent ends here (the
+    wire's CommitRequest, or anything of its shape), and every rejection is an InvalidRequest naming the
+    offending field.
 
     Raises:
         InvalidRequest: naming the first offending field.
@@ -145,7 +154,7 @@ def resolve_committable(request: CommitRequest, shape: TableShape, *, now_millis
         partition = resolver.partition(message.partition, i)
         total_buckets = resolver.total_buckets(message, i)
         for name, attribute, kind, source, target_list in lists:
-            files: Sequence[DataFileModel] = getattr(message, attribute)
+            files: Sequence[DataFile] = getattr(message, attribute)
             if not files:
                 continue
             for j, f in enumerate(files):
@@ -171,7 +180,10 @@ def resolve_committable(request: CommitRequest, shape: TableShape, *, now_millis
 
 
 def _overwrite_target(
-    request: CommitRequest, shape: TableShape, append: list[ManifestEntry], compacts: list[ManifestEntry]
+    request: ManifestCommittable,
+    shape: TableShape,
+    append: list[ManifestEntry],
+    compacts: list[ManifestEntry],
 ) -> OverwriteTarget | None:
     spec = request.overwrite
     if spec is None:
@@ -190,7 +202,7 @@ def _overwrite_target(
 
 
 def partition_spec_target(
-    spec: dict[str, JsonValue] | None, shape: TableShape, appended: list[ManifestEntry]
+    spec: Mapping[str, JsonValue] | None, shape: TableShape, appended: list[ManifestEntry]
 ) -> OverwriteTarget:
     if not spec:
         raise InvalidRequest("a static overwrite needs a partition", field="overwrite.partition")
@@ -223,7 +235,7 @@ class _Resolver:
         self.now_millis = now_millis
         self._partitions: dict[tuple[tuple[str, str, object], ...], bytes] = {}
 
-    def partition(self, values: dict[str, JsonValue], message: int) -> bytes:
+    def partition(self, values: Mapping[str, JsonValue], message: int) -> bytes:
         """The BinaryRow of a message's partition, encoded once per distinct partition of the commit."""
         shape = self.shape
         cache_key: tuple[tuple[str, str, object], ...] | None
@@ -253,7 +265,7 @@ class _Resolver:
             self._partitions[cache_key] = row
         return row
 
-    def total_buckets(self, message: CommitMessageModel, index: int) -> int:
+    def total_buckets(self, message: CommitMessage, index: int) -> int:
         table_buckets = self.shape.bucket
         if table_buckets <= 0:
             if message.bucket == 0 and message.total_buckets in (None, table_buckets):
@@ -279,7 +291,7 @@ class _Resolver:
             raise InvalidRequest(f"bucket {message.bucket} out of range [0, {total})", field=f"{path}.bucket")
         return total
 
-    def key(self, values: list[JsonValue], path: str) -> bytes:
+    def key(self, values: Sequence[JsonValue], path: str) -> bytes:
         shape = self.shape
         if len(values) != len(shape.key_types):
             raise InvalidRequest(
@@ -291,9 +303,7 @@ class _Resolver:
         ]
         return encode_row(typed, shape.key_types)
 
-    def key_stats(
-        self, stats: KeyStatsModel | None, min_key: bytes, max_key: bytes, path: str
-    ) -> SimpleStats:
+    def key_stats(self, stats: KeyStats | None, min_key: bytes, max_key: bytes, path: str) -> SimpleStats:
         shape = self.shape
         arity = len(shape.key_types)
         if arity == 0:
@@ -315,7 +325,7 @@ class _Resolver:
             tuple(stats.null_counts),
         )
 
-    def data_file(self, f: DataFileModel, where: Where, source: int | None) -> DataFileMeta:
+    def data_file(self, f: DataFile, where: Where, source: int | None) -> DataFileMeta:
         """The DataFileMeta of file `where`: (message, file list, position in it)."""
         shape = self.shape
         # A file sent without its schemaId was written with the table's current schema, never schema 0:
@@ -360,7 +370,7 @@ class _Resolver:
             value_stats_cols=(),
         )
 
-    def _refuse(self, f: DataFileModel, path: str) -> None:
+    def _refuse(self, f: DataFile, path: str) -> None:
         """Raises the InvalidRequest for the first of a file's numbers or names that is wrong."""
         shape = self.shape
         if not f.file_name.endswith(DATA_FILE_SUFFIXES):
@@ -383,7 +393,7 @@ class _Resolver:
             )
 
     @staticmethod
-    def _check_extra_files(extra_files: list[str], path: str) -> None:
+    def _check_extra_files(extra_files: Sequence[str], path: str) -> None:
         # The wire model already holds them to bare names; a body built without it is held here.
         for j, extra in enumerate(extra_files):
             check_name(extra, f"{path}.extraFiles[{j}]", "extra file")

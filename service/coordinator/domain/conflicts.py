@@ -21,13 +21,27 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from coordinator.domain.live_files import LiveFiles
-from coordinator_client.format.manifest import FileKind, ManifestEntry
-from coordinator_client.format.snapshot import Snapshot
-from coordinator_client.models import ConflictType
+from paimon_format.manifest import FileKind, ManifestEntry
+from paimon_format.snapshot import Snapshot
 
 KeyDecoder = Callable[[bytes], tuple[object, ...]]
+
+ConflictType = Literal[
+    "BASE_SNAPSHOT_MOVED",
+    "BUCKET_COUNT_CHANGED",
+    "DELETED_FILE_MISSING",
+    "DUPLICATE_FILE",
+    "IDENTIFIER_REUSED",
+    "LATEST_SNAPSHOT_MOVED",
+    "LOCK_LOST",
+    "LSM_KEY_RANGE_OVERLAP",
+]
+"""Why a commit is rejected: the five checks of the matrix above, and the three decided at the commit
+point or on a resend (LATEST_SNAPSHOT_MOVED, LOCK_LOST, IDENTIFIER_REUSED). The same names as the wire's
+ConflictType, which a conflict's answer carries (tests/domain/test_conflicts.py checks they agree)."""
 
 
 @dataclass(eq=False)

@@ -11,7 +11,7 @@ value columns).
 
 from __future__ import annotations
 
-from coordinator_client.format.schema import TableSchema
+from paimon_format.schema import TableSchema
 
 KEY_PREFIX = "_KEY_"
 SYSTEM_COLUMNS = ("_SEQUENCE_NUMBER", "_VALUE_KIND")

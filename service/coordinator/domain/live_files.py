@@ -6,7 +6,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from coordinator_client.format.manifest import FileKind, ManifestEntry
+from paimon_format.manifest import FileKind, ManifestEntry
 
 Identifier = tuple[object, ...]
 BucketKey = tuple[bytes, int]

@@ -18,7 +18,7 @@ store keeps apart, which only ever refuses a registration, never allows one). Th
 lower-cased (host names are case-insensitive, bucket names lower-case); paths keep their case.
 
 A relative path here is the bare object-store form, never a local path relative to a working directory:
-callers resolve a request's local path first (coordinator_client.format.location.local_path), as the
+callers resolve a request's local path first (paimon_format.location.local_path), as the
 service stores it.
 
 Pure: no filesystem, no working directory.

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from coordinator.domain.live_files import merge_entries
 from coordinator.domain.manifest_pruning import FileKeys
 from coordinator.domain.table_schema import TableShape
-from coordinator_client.format.manifest import FileKind, ManifestEntry, ManifestFileMeta
-from coordinator_client.format.memory_size import MIB, parse_memory_size
+from paimon_format.manifest import FileKind, ManifestEntry, ManifestFileMeta
+from paimon_format.memory_size import MIB, parse_memory_size
 
 ReadManifest = Callable[[ManifestFileMeta], list[ManifestEntry]]
 WriteManifests = Callable[[list[ManifestEntry]], list[ManifestFileMeta]]

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol, cast
 
 from coordinator.domain.table_schema import TableShape
-from coordinator_client.format.binary_row import decode_row
-from coordinator_client.format.manifest import ManifestFileMeta
+from paimon_format.binary_row import decode_row
+from paimon_format.manifest import ManifestFileMeta
 
 
 class _Ordered(Protocol):

@@ -8,8 +8,8 @@ from dataclasses import dataclass, replace
 from coordinator.domain.committable import ResolvedCommittable
 from coordinator.domain.live_files import LiveFiles
 from coordinator.domain.table_schema import TableShape
-from coordinator_client.format.manifest import FileKind, ManifestEntry
-from coordinator_client.format.snapshot import CommitKind
+from paimon_format.manifest import FileKind, ManifestEntry
+from paimon_format.snapshot import CommitKind
 
 
 @dataclass(frozen=True)

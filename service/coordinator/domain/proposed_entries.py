@@ -34,9 +34,9 @@ from coordinator.domain.table_paths import (
 )
 from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest
-from coordinator_client.format.binary_row import RowCodec, decode_row, row_codec
-from coordinator_client.format.bucket import POSTPONE_BUCKET
-from coordinator_client.format.manifest import FileKind, ManifestEntry, ManifestFileMeta, SimpleStats
+from paimon_format.binary_row import RowCodec, decode_row, row_codec
+from paimon_format.bucket import POSTPONE_BUCKET
+from paimon_format.manifest import FileKind, ManifestEntry, ManifestFileMeta, SimpleStats
 
 MAX_COUNT = 2**44
 """The largest file size (16 TiB) or row count of one file or manifest count taken: Paimon rolls data

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Protocol
 
-from coordinator_client.format.manifest import FileIdentifier, FileKind, ManifestEntry
+from paimon_format.manifest import FileIdentifier, FileKind, ManifestEntry
 
 
 class _Ordered(Protocol):

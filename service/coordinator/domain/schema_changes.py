@@ -20,6 +20,9 @@ Changes apply in order to a working copy, so one may name a column an earlier on
 first refusal aborts all of them. Every refusal is an InvalidRequest whose field names the change
 (`changes[2].newDataType`). Moves that leave a column where it is are no-ops (Paimon refuses a FIRST of the
 first column as moving "itself").
+
+The changes are read through schema_change's Protocols, told apart by their `action`, as Paimon's JSON
+tells them apart; the wire's changes have those shapes.
 """
 
 from __future__ import annotations
@@ -29,24 +32,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from coordinator.domain.retention import Retention
-from coordinator.domain.type_widening import widens
-from coordinator.errors import InvalidRequest
-from coordinator_client.format.schema import SchemaField, TableSchema, TypeJson
-from coordinator_client.format.types import DataType, parse_type
-from coordinator_client.models import (
+from coordinator.domain.schema_change import (
     AddColumn,
     DropColumn,
     Move,
-    RemoveOption,
     RenameColumn,
     SchemaChange,
-    SetOption,
-    UpdateColumnComment,
     UpdateColumnNullability,
-    UpdateColumnPosition,
     UpdateColumnType,
-    UpdateComment,
 )
+from coordinator.domain.type_widening import widens
+from coordinator.errors import InvalidRequest
+from paimon_format.schema import SchemaField, TableSchema, TypeJson
+from paimon_format.types import DataType, parse_type
 
 FIXED_OPTIONS = frozenset(
     {"bucket", "bucket-key", "primary-key", "partition", "merge-engine", "sequence.field", "path"}
@@ -69,16 +67,16 @@ def evolve_schema(schema: TableSchema, changes: Sequence[SchemaChange], *, now_m
     touched: dict[str, str] = {}  # option key -> field of the last change that set or removed it
     for i, change in enumerate(changes):
         at = f"changes[{i}]"
-        if isinstance(change, (SetOption, RemoveOption)):
+        if change.action == "setOption" or change.action == "removeOption":
             if change.key in FIXED_OPTIONS:
                 raise _refused(at, "key", f"option {change.key!r} cannot be changed on an existing table")
-            if isinstance(change, SetOption):
+            if change.action == "setOption":
                 draft.options[change.key] = change.value
                 touched[change.key] = f"{at}.value"
             else:
                 draft.options.pop(change.key, None)
                 touched[change.key] = f"{at}.key"
-        elif isinstance(change, UpdateComment):
+        elif change.action == "updateComment":
             draft.comment = change.comment
         else:
             _apply(draft, change, at)
@@ -248,20 +246,20 @@ def _move(draft: _Draft, move: Move, at: str) -> None:
 
 def _apply(draft: _Draft, change: SchemaChange, at: str) -> None:
     """One column change to the draft (option and comment changes are applied by the caller)."""
-    if isinstance(change, AddColumn):
+    if change.action == "addColumn":
         _add_column(draft, change, at)
-    elif isinstance(change, RenameColumn):
+    elif change.action == "renameColumn":
         _rename_column(draft, change, at)
-    elif isinstance(change, DropColumn):
+    elif change.action == "dropColumn":
         _drop_column(draft, change, at)
-    elif isinstance(change, UpdateColumnComment):
+    elif change.action == "updateColumnComment":
         index = draft.column(change.field_names, at)
         draft.fields[index] = dataclasses.replace(draft.fields[index], description=change.new_comment)
-    elif isinstance(change, UpdateColumnType):
+    elif change.action == "updateColumnType":
         _update_column_type(draft, change, at)
-    elif isinstance(change, UpdateColumnNullability):
+    elif change.action == "updateColumnNullability":
         _update_column_nullability(draft, change, at)
-    elif isinstance(change, UpdateColumnPosition):
+    elif change.action == "updateColumnPosition":
         _move(draft, change.move, at)
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from coordinator.domain.committable import ResolvedCommittable
 from coordinator.domain.plan import SnapshotPlan, record_count_delta
-from coordinator_client.format.snapshot import Snapshot, carry_forward
+from paimon_format.snapshot import Snapshot, carry_forward
 
 WRITER_VERSION = "paimon-coordinator-0.1.0"
 

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from coordinator_client.format.binary_row import decode_row, encode_row
-from coordinator_client.format.partition_path import partition_path
-from coordinator_client.format.schema import TableSchema
-from coordinator_client.format.types import DataType, parse_type
-from coordinator_client.format.values import to_json_value
+from paimon_format.binary_row import decode_row, encode_row
+from paimon_format.partition_path import partition_path
+from paimon_format.schema import TableSchema
+from paimon_format.types import DataType, parse_type
+from paimon_format.values import to_json_value
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from coordinator_client.format.manifest import FileKind, ManifestEntry
+from paimon_format.manifest import FileKind, ManifestEntry
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ Nullability is decided apart (NOT NULL to NULL only); callers compare the types 
 
 from __future__ import annotations
 
-from coordinator_client.format.types import MAX_LENGTH, DataType
+from paimon_format.types import MAX_LENGTH, DataType
 
 _INTEGERS = ("TINYINT", "SMALLINT", "INT", "BIGINT")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
-from coordinator_client.format.location import local_path
+from paimon_format.location import local_path
 
 OBJECT_STORE_SCHEMES = {
     "s3": "s3",

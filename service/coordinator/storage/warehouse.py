@@ -7,7 +7,7 @@ import pyarrow.fs as pafs
 from coordinator.storage.fileio import ArrowFileIO, FileIO, LocalFileIO
 from coordinator.storage.object_store import ObjectStoreFileIO
 from coordinator.storage.store_uri import StoreUri
-from coordinator_client.format.location import local_path
+from paimon_format.location import local_path
 
 
 def open_warehouse(uri: str) -> tuple[FileIO, str]:

@@ -16,9 +16,9 @@ from coordinator.domain.table_paths import check_name
 from coordinator.domain.table_schema import TableShape
 from coordinator.storage.fileio import FileIO
 from coordinator.storage.layout import TableLayout
-from coordinator_client.format.binary_row import EMPTY_ROW
-from coordinator_client.format.entry_encoding import encode_entries
-from coordinator_client.format.manifest import (
+from paimon_format.binary_row import EMPTY_ROW
+from paimon_format.entry_encoding import encode_entries
+from paimon_format.manifest import (
     FileKind,
     ManifestEntry,
     ManifestFileMeta,
@@ -29,8 +29,8 @@ from coordinator_client.format.manifest import (
     encode_manifest_list,
     manifest_container,
 )
-from coordinator_client.format.manifest_meta import combined_meta, manifest_file_meta, partition_stats
-from coordinator_client.format.snapshot import Snapshot
+from paimon_format.manifest_meta import combined_meta, manifest_file_meta, partition_stats
+from paimon_format.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from coordinator.usecases.tables import Table

@@ -10,6 +10,7 @@ from collections import defaultdict
 from sqlalchemy import Connection, Engine
 
 from coordinator.access.audit import AuditLog
+from coordinator.commit.in_flight import InFlight
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
 from coordinator.db.repositories.transaction_history import committed_rows_of
@@ -18,7 +19,6 @@ from coordinator.errors import LockNotFound, PathOutsideTable
 from coordinator.locks.base import LockBackend
 from coordinator.observability.metrics import Metrics
 from coordinator.usecases import path_refusals
-from coordinator.usecases.commits import Committer
 from coordinator.usecases.reads import commit_record
 from coordinator.usecases.tables import TABLE_LOCK_PREFIX
 from coordinator_client.models import (
@@ -43,11 +43,11 @@ def table_of_lock(lock_id: str) -> str | None:
 
 class Operations:
     def __init__(
-        self, engine: Engine, locks: LockBackend, committer: Committer, audit: AuditLog, metrics: Metrics
+        self, engine: Engine, locks: LockBackend, in_flight: InFlight, audit: AuditLog, metrics: Metrics
     ) -> None:
         self._engine = engine
         self._locks = locks
-        self._committer = committer
+        self._in_flight = in_flight
         self._audit = audit
         self._metrics = metrics
 
@@ -55,7 +55,7 @@ class Operations:
         """Held locks with the commits of this instance waiting for each (waiters in other instances
         show on their own /locks); with `scope`, only the locks of the tables inside it."""
         waiting: dict[str, list[LockWaiterModel]] = defaultdict(list)
-        for commit in _in_scope(self._committer.in_flight(), scope):
+        for commit in _in_scope(self._in_flight.listing(), scope):
             if commit.phase == "lockWait":
                 waiting[commit.table_id].append(
                     LockWaiterModel(
@@ -113,9 +113,7 @@ class Operations:
             stored = repo.list_commits(conn, table_id, limit, scope)
             if table_id is not None:
                 stored += _other_parts(conn, stored, scope)
-        in_flight = [
-            c for c in _in_scope(self._committer.in_flight(), scope) if table_id in (None, c.table_id)
-        ]
+        in_flight = [c for c in _in_scope(self._in_flight.listing(), scope) if table_id in (None, c.table_id)]
         records = one_entry_per_transaction([commit_record(c) for c in stored])
         if table_id is not None:
             records = [r for r in records if r.table_id == table_id]  # not the other parts themselves

@@ -16,8 +16,6 @@ from coordinator.usecases.manifests import ManifestStore
 from coordinator.usecases.scan_plan import ScanPlan
 from coordinator.usecases.scan_plan import plan as plan_scan
 from coordinator.usecases.tables import Table, Tables
-from coordinator_client.format.manifest import ManifestEntry
-from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import (
     BucketSequenceModel,
     CommitOutcomeResponse,
@@ -27,6 +25,8 @@ from coordinator_client.models import (
     SnapshotModel,
     SnapshotRef,
 )
+from paimon_format.manifest import ManifestEntry
+from paimon_format.snapshot import Snapshot
 
 
 class Reads:

@@ -26,7 +26,8 @@ from coordinator.domain.table_paths import check_name
 from coordinator.domain.table_schema import TableShape
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.tables import Table
-from coordinator_client.format.manifest import (
+from coordinator_client.models import KeyStatsModel, LiveFileModel
+from paimon_format.manifest import (
     FileKind,
     ManifestEntry,
     ManifestFileMeta,
@@ -34,9 +35,8 @@ from coordinator_client.format.manifest import (
     decode_manifest_list,
     iter_manifest,
 )
-from coordinator_client.format.partition_path import bucket_dir
-from coordinator_client.format.snapshot import Snapshot
-from coordinator_client.models import KeyStatsModel, LiveFileModel
+from paimon_format.partition_path import bucket_dir
+from paimon_format.snapshot import Snapshot
 
 
 @dataclass(frozen=True)

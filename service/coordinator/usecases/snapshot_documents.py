@@ -16,7 +16,7 @@ from coordinator.db.engine import read_only
 from coordinator.errors import SnapshotNotFound, TableNotFound, TagNotFound
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.tables import Tables
-from coordinator_client.format.snapshot import Snapshot
+from paimon_format.snapshot import Snapshot
 
 SnapshotDocument = dict[str, object]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coordinator_client.format.snapshot import Snapshot
+from paimon_format.snapshot import Snapshot
 
 
 @dataclass(frozen=True)

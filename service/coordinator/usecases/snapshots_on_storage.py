@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from coordinator.storage.fileio import FileIO
 from coordinator.storage.layout import TableLayout
-from coordinator_client.format.snapshot import EARLIEST, LATEST, parse_hint, parse_snapshot_file_name
+from paimon_format.snapshot import EARLIEST, LATEST, parse_hint, parse_snapshot_file_name
 
 
 def latest_schema_id(fileio: FileIO, layout: TableLayout) -> int | None:

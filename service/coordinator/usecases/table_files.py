@@ -8,9 +8,9 @@ from collections.abc import Iterable
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.manifests import ManifestStore
 from coordinator.usecases.tables import Table
-from coordinator_client.format.manifest import FileKind, ManifestEntry
-from coordinator_client.format.partition_path import bucket_dir
-from coordinator_client.format.snapshot import Snapshot
+from paimon_format.manifest import FileKind, ManifestEntry
+from paimon_format.partition_path import bucket_dir
+from paimon_format.snapshot import Snapshot
 
 
 class TableFiles:

@@ -39,15 +39,6 @@ def lock_lost(lease: Lease) -> Conflict:
     )
 
 
-class HeldElsewhere(Exception):
-    """The table's lock is held by another replica that answers at `url`: the commit goes there, to join
-    that holder's group, instead of waiting here for the lock."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(f"the lock is held by the replica at {url}")
-        self.url = url
-
-
 class Hold:
     """The leases of the tables one change holds, by table id."""
 
@@ -136,15 +127,13 @@ class TableHolds:
         self._instance = process_owner()
 
     @contextmanager
-    def hold(self, tables: Sequence[Table], holder: Holder, *, forwardable: bool = False) -> Iterator[Hold]:
+    def hold(self, tables: Sequence[Table], holder: Holder) -> Iterator[Hold]:
         """Hold the tables until the block ends, their leases renewed meanwhile.
 
-        A LOCK_LOST conflict escaping the block becomes the 409 a client sees. `forwardable`: a busy
-        lock held by another replica that records where it answers raises HeldElsewhere at once.
+        A LOCK_LOST conflict escaping the block becomes the 409 a client sees.
 
         Raises:
             LockUnavailable: a lock stayed busy past the acquire timeout (nothing is held then).
-            HeldElsewhere: only when `forwardable` (nothing is held then).
             CommitConflict: LOCK_LOST.
         """
         owner = f"{self._instance}{'' if holder == 'commit' else f'-{holder}'}-{uuid.uuid4().hex[:12]}"
@@ -155,13 +144,8 @@ class TableHolds:
         try:
             with ExitStack() as keepers:
                 for table in sorted(tables, key=lambda t: t.id):
-                    lease = self._locks.try_acquire(table.lock_id, owner) if forwardable else None
-                    if lease is None:
-                        url = self._locks.holder_elsewhere(table.lock_id) if forwardable else None
-                        if url is not None:
-                            raise HeldElsewhere(url)
-                        remaining = max(0.0, deadline - time.monotonic())
-                        lease = self._locks.acquire(table.lock_id, owner, remaining)
+                    remaining = max(0.0, deadline - time.monotonic())
+                    lease = self._locks.acquire(table.lock_id, owner, remaining)
                     hold.leases[table.id] = lease
                     # Renewed from the moment it is held: waiting for the next lock must not expire it.
                     keeper = LeaseKeeper(self._locks, lease, self._lease_seconds)
@@ -175,6 +159,16 @@ class TableHolds:
             hold.release()
             if acquired is not None:
                 self._metrics.lock_hold_seconds.labels(holder).observe(time.perf_counter() - acquired)
+
+    def held_elsewhere(self, tables: Sequence[Table]) -> str | None:
+        """The URL of another replica that holds one of the tables' locks now and answers there (a commit
+        is sent on to join that holder's group); None when every lock is free, held here, or its holder
+        left no address."""
+        for table in sorted(tables, key=lambda t: t.id):
+            url = self._locks.holder_elsewhere(table.lock_id)
+            if url is not None:
+                return url
+        return None
 
     def try_hold_one(self, lock_id: str, purpose: str) -> Lease | None:
         """One attempt at a table's lock without waiting (start-up recovery leaves busy tables alone)."""

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from coordinator.db.models import TableRow
 from coordinator.domain.table_stats import TableStats
 from coordinator.errors import InvalidRequest
-from coordinator_client.format.schema import TableSchema
+from paimon_format.schema import TableSchema
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from coordinator.domain.retention import Retention
 from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest
-from coordinator_client.format.schema import SchemaField, TableSchema
-from coordinator_client.format.types import parse_type
 from coordinator_client.models import CreateTableRequest
+from paimon_format.schema import SchemaField, TableSchema
+from paimon_format.types import parse_type
 
 
 def build_schema(request: CreateTableRequest, *, now_millis: int) -> TableSchema:

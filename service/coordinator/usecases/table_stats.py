@@ -22,8 +22,8 @@ from coordinator.domain.table_stats import EMPTY, FileDelta, TableStats, file_de
 from coordinator.errors import CoordinatorError
 from coordinator.storage.fileio import FileIO
 from coordinator.usecases.manifests import ManifestStore
-from coordinator_client.format.manifest import decode_manifest, decode_manifest_list
-from coordinator_client.format.snapshot import Snapshot
+from paimon_format.manifest import decode_manifest, decode_manifest_list
+from paimon_format.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from coordinator.usecases.tables import Table, Tables

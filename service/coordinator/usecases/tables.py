@@ -43,8 +43,8 @@ from coordinator.usecases.table_pages import (
 )
 from coordinator.usecases.table_schema_rules import build_schema, check_supported
 from coordinator.usecases.table_stats import stats_on_storage
-from coordinator_client.format.schema import TableSchema
 from coordinator_client.models import CreateTableRequest
+from paimon_format.schema import TableSchema
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from coordinator.api.forwarding import at_the_holder
 from coordinator.api.rest_catalog.errors import responses
 from coordinator.api.rest_catalog.models import CommitTableRequest, CommitTableResponse
 from coordinator.api.rest_catalog.params import TablePath, TableWriter, table_reader
+from coordinator.commit.snapshot_proposals import SnapshotProposal
 from coordinator.errors import (
     CommitConflict,
     InvalidRequest,
@@ -27,7 +28,6 @@ from coordinator.errors import (
     StorageUnavailable,
     TableNotFound,
 )
-from coordinator.usecases.snapshot_proposals import SnapshotProposal
 
 # Every route names a table: one outside the token's grant is 403 before it is looked up.
 router = APIRouter(
@@ -63,7 +63,7 @@ async def commit(
     )
     commit = partial(services.committer.commit_snapshot, table.id, proposal)
     try:
-        published = await at_the_holder(request, threads, commit)
+        published = await at_the_holder(request, threads, services, [table.id], commit)
     except PathOutsideTable as refused:
         audit = services.operations.audit_path_refusal
         await run_in_threadpool(audit, writer.name, table.id, refused, "rest-commit")

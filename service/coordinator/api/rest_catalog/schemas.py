@@ -7,9 +7,9 @@ from pydantic import ValidationError
 from coordinator.api.rest_catalog.models import CreateTableRequest, DataField, GetTableResponse, RestSchema
 from coordinator.errors import InvalidRequest
 from coordinator.usecases.table_pages import TableEntry
-from coordinator_client.format.schema import SchemaField
 from coordinator_client.models import CreateTableRequest as NativeCreateTableRequest
 from coordinator_client.models import FieldSpec
+from paimon_format.schema import SchemaField
 
 PATH_OPTION = "path"
 """Paimon's table location option: the clients add it from GetTableResponse.path themselves; a

@@ -10,7 +10,7 @@ from sqlalchemy import Connection, RowMapping, bindparam, delete, insert, or_, s
 from coordinator.db.models import CommitRow
 from coordinator.db.repositories._rows import first
 from coordinator.db.scope import TableScope
-from coordinator_client.format.snapshot import BATCH_IDENTIFIER
+from paimon_format.snapshot import BATCH_IDENTIFIER
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from coordinator.db.models import LiveFileRow, LiveIndexRow
-from coordinator_client.format.entry_encoding import EntryEncoder, encode_entries
-from coordinator_client.format.manifest import FileKind, ManifestEntry, decode_entry
+from paimon_format.entry_encoding import EntryEncoder, encode_entries
+from paimon_format.manifest import FileKind, ManifestEntry, decode_entry
 
 FileKey = tuple[bytes, int, int, str]
 """(partition, bucket, level, file name): a file's row in the index."""

@@ -25,7 +25,7 @@ from coordinator.db.models import CommitRow, LiveFileRow, LiveIndexRow, Snapshot
 from coordinator.db.repositories._rows import first
 from coordinator.db.repositories.commits import RecordKey, StoredCommit, record_key, stored_commit
 from coordinator.db.scope import TableScope, within
-from coordinator_client.format.snapshot import BATCH_IDENTIFIER
+from paimon_format.snapshot import BATCH_IDENTIFIER
 
 
 def get_table(conn: Connection, table_id: str) -> TableRow | None:

@@ -11,9 +11,11 @@ truth for tags and consumers: Paimon's engines and pypaimon read and write the s
 from __future__ import annotations
 
 from coordinator.clock import Clock
+from coordinator.commit.in_flight import InFlight
+from coordinator.commit.queue import CommitQueues
+from coordinator.commit.table_state import TableStates
 from coordinator.observability.metrics import Metrics
 from coordinator.storage.fileio import FileIO
-from coordinator.usecases.commits import Committer
 from coordinator.usecases.maintenance.consumers import Consumers
 from coordinator.usecases.maintenance.expiration import Expiration
 from coordinator.usecases.maintenance.orphans import Orphans
@@ -37,18 +39,20 @@ class Maintenance:
         tables: Tables,
         reads: Reads,
         holds: TableHolds,
-        committer: Committer,
+        states: TableStates,
+        queues: CommitQueues,
+        in_flight: InFlight,
         *,
         metrics: Metrics,
         clock: Clock,
     ) -> None:
         actions = TableActions(fileio, tables, reads, holds, metrics=metrics, clock=clock)
-        self.schemas = SchemaEvolution(actions, committer)
-        self.expiration = Expiration(actions, committer)
+        self.schemas = SchemaEvolution(actions, states)
+        self.expiration = Expiration(actions, queues)
         self.tags = Tags(actions)
-        self.rollbacks = Rollback(actions, committer, self.expiration)
+        self.rollbacks = Rollback(actions, states, self.expiration)
         self.consumers = Consumers(actions)
-        self.orphans = Orphans(actions, committer)
+        self.orphans = Orphans(actions, in_flight)
 
         self.alter_table = self.schemas.alter_table
         self.set_options = self.schemas.set_options

@@ -14,18 +14,18 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from coordinator.commit.queue import CommitQueues
 from coordinator.db import repositories as repo
 from coordinator.domain.file_references import FileReferences, only_removed
 from coordinator.domain.retention import Retention, expire_end
 from coordinator.locks.lock_table import MAX_POLL_SECONDS
-from coordinator.usecases.commits import Committer
 from coordinator.usecases.maintenance.consumers import read_consumers
 from coordinator.usecases.maintenance.table_actions import Deleted, TableActions
 from coordinator.usecases.table_hold import Hold
 from coordinator.usecases.tables import Table
-from coordinator_client.format.manifest import FileKind
-from coordinator_client.format.snapshot import EARLIEST, Snapshot, format_hint
 from coordinator_client.models import ExpireResponse
+from paimon_format.manifest import FileKind
+from paimon_format.snapshot import EARLIEST, Snapshot, format_hint
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +49,9 @@ class _Batch:
 
 
 class Expiration:
-    def __init__(self, actions: TableActions, committer: Committer) -> None:
+    def __init__(self, actions: TableActions, queues: CommitQueues) -> None:
         self._actions = actions
-        self._committer = committer
+        self._queues = queues
         self._earliest: dict[tuple[str, str], tuple[int, int]] = {}
         """Per table (id and uuid: a table dropped and created again by another replica is another
         table), the earliest snapshot's id and commit time as last seen: the cheap test that spares a
@@ -243,7 +243,7 @@ class Expiration:
         """Between two batches: commits queued in this process take the lock first, and waiters in other
         processes get at least one attempt (they poll at most MAX_POLL_SECONDS apart)."""
         deadline = time.monotonic() + self._actions.acquire_timeout
-        while self._committer.queued(table_id) and time.monotonic() < deadline:
+        while self._queues.depth(table_id) and time.monotonic() < deadline:
             time.sleep(0.001)
         time.sleep(MAX_POLL_SECONDS * 1.2)
 

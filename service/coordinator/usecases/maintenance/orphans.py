@@ -3,12 +3,12 @@ writers that gave up."""
 
 from __future__ import annotations
 
+from coordinator.commit.in_flight import InFlight
 from coordinator.domain.table_paths import has_control, inside
-from coordinator.usecases.commits import Committer
 from coordinator.usecases.maintenance.table_actions import TableActions
 from coordinator.usecases.tables import Table
-from coordinator_client.format.manifest import FileKind
 from coordinator_client.models import CleanOrphansRequest, CleanOrphansResponse
+from paimon_format.manifest import FileKind
 
 _NOT_ORPHANS = ("schema", "snapshot", "tag", "consumer", "branch", "index", "statistics")
 """Top-level folders that orphan cleanup never touches: metadata, and index and statistics files, which
@@ -16,9 +16,9 @@ only Paimon's engines write (the coordinator does not read index manifests)."""
 
 
 class Orphans:
-    def __init__(self, actions: TableActions, committer: Committer) -> None:
+    def __init__(self, actions: TableActions, in_flight: InFlight) -> None:
         self._actions = actions
-        self._committer = committer
+        self._in_flight = in_flight
 
     def clean_orphans(
         self, table_id: str, request: CleanOrphansRequest, *, actor: str
@@ -32,7 +32,7 @@ class Orphans:
         table = actions.tables.get(table_id)
         with actions.hold(table) as hold, actions.audited(hold, table, actor=actor, action="clean-orphans"):
             referenced = self._referenced(table)
-            in_flight = self._committer.in_flight_file_names(table.id)
+            in_flight = self._in_flight.file_names(table.id)
             older_than = actions.clock.now() - request.older_than_seconds
             root = table.layout.root.rstrip("/") + "/"
             orphans = []

@@ -3,25 +3,25 @@ the files only they referenced."""
 
 from __future__ import annotations
 
+from coordinator.commit.table_state import TableStates
 from coordinator.db import repositories as repo
 from coordinator.db.repositories import live_files as index
 from coordinator.domain.file_references import FileReferences, only_removed
 from coordinator.errors import CommitConflict, InvalidRequest, TagNotFound
-from coordinator.usecases.commits import Committer
 from coordinator.usecases.maintenance.expiration import Expiration
 from coordinator.usecases.maintenance.table_actions import Deleted, TableActions
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.table_files import TableFiles
 from coordinator.usecases.table_stats import stats_on_storage
-from coordinator_client.format.manifest import FileKind
-from coordinator_client.format.snapshot import EARLIEST, LATEST, Snapshot, format_hint
 from coordinator_client.models import ConflictModel, RollbackRequest, RollbackResponse
+from paimon_format.manifest import FileKind
+from paimon_format.snapshot import EARLIEST, LATEST, Snapshot, format_hint
 
 
 class Rollback:
-    def __init__(self, actions: TableActions, committer: Committer, expiration: Expiration) -> None:
+    def __init__(self, actions: TableActions, states: TableStates, expiration: Expiration) -> None:
         self._actions = actions
-        self._committer = committer
+        self._states = states
         self._expiration = expiration
 
     def rollback(
@@ -102,7 +102,7 @@ class Rollback:
                 repo.delete_snapshots(conn, table.id, above=target.id)
                 if repo.get_snapshot(conn, table.id, target.id) is None:
                     repo.insert_snapshots(conn, table.id, [SnapshotFile.of(target).row(published=True)])
-            self._committer.forget_state(table.id)
+            self._states.invalidate(table.id)
             # Only now that no snapshot names them: a crash before this leaves orphans, never a hole.
             for paths in (gone.data, gone.changelog, gone.manifests):
                 actions.delete(table, paths)

@@ -5,7 +5,7 @@ The schema file comes first (written once under its new name: `schema/schema-<N+
 one fenced transaction moves the table row to it and records the history row; if that transaction fails,
 the file is deleted again, so a refused or failed alter leaves storage and the database as they were.
 Commits waiting for the table meanwhile see the new schema id under the lock and are decided against it
-(Committer._group_context); data files keep the schema id they were written with, and readers evolve them.
+(catch_up.CatchUp.context); data files keep the schema id they were written with, and readers evolve them.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from coordinator.commit.table_state import TableStates
 from coordinator.db import repositories as repo
 from coordinator.domain.schema_changes import evolve_schema
 from coordinator.errors import InvalidRequest
-from coordinator.usecases.commits import Committer
 from coordinator.usecases.maintenance.table_actions import TableActions
 from coordinator.usecases.tables import Table
 from coordinator_client.models import (
@@ -31,9 +31,9 @@ _CHANGE_FIELD = re.compile(r"^changes\[(\d+)\]")
 
 
 class SchemaEvolution:
-    def __init__(self, actions: TableActions, committer: Committer) -> None:
+    def __init__(self, actions: TableActions, states: TableStates) -> None:
         self._actions = actions
-        self._committer = committer
+        self._states = states
 
     def alter_table(self, table_id: str, request: AlterTableRequest, *, actor: str) -> Table:
         """Apply Paimon schema changes, all or none, as the table's next schema version.
@@ -92,5 +92,5 @@ class SchemaEvolution:
             except BaseException:
                 actions.fileio.delete(path)
                 raise
-            self._committer.forget_state(table.id)
+            self._states.invalidate(table.id)
             return actions.tables.refresh(table_id)

@@ -29,8 +29,8 @@ from coordinator.usecases.snapshots_on_storage import find_earliest_snapshot_id
 from coordinator.usecases.table_files import TableFiles
 from coordinator.usecases.table_hold import Hold, TableHolds
 from coordinator.usecases.tables import Table, Tables
-from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import DeletedFiles
+from paimon_format.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 

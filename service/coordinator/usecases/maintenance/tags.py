@@ -5,8 +5,8 @@ from __future__ import annotations
 from coordinator.domain.file_references import FileReferences, only_removed
 from coordinator.errors import TagAlreadyExists, TagNotFound
 from coordinator.usecases.maintenance.table_actions import Deleted, TableActions
-from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import DeletedFiles, TagModel
+from paimon_format.snapshot import Snapshot
 
 
 class Tags:

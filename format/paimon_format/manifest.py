@@ -1,0 +1,391 @@
+"""Paimon manifest files and manifest lists: Avro bytes <-> immutable records (record version 2).
+
+The Avro schemas carry exactly the fields pypaimon 2.1.0 writes, which is Java Paimon's set plus two
+manifest-list fields (``_TOTAL_BUCKETS``, ``_EXTRA_FILES``); Java maps fields by name and ignores them.
+Encoding and decoding use fastavro. Decoding reads with the writer's schema and tolerates absent
+optional and unknown extra fields, so files written by pypaimon, Java Paimon or older versions decode.
+
+The records themselves are in `format.manifest_model` (imported from here as before); how a manifest is
+described in its list, in `format.manifest_meta`.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any, Final, TypeVar, cast
+
+import fastavro
+
+from paimon_format.entry_encoding import EntryEncoder, encode_entries, zigzag
+
+# The records, imported from here by every caller of the codec.
+from paimon_format.manifest_model import EMPTY_ROW
+from paimon_format.manifest_model import DataFileMeta as DataFileMeta
+from paimon_format.manifest_model import FileIdentifier as FileIdentifier
+from paimon_format.manifest_model import FileKind as FileKind
+from paimon_format.manifest_model import ManifestEntry as ManifestEntry
+from paimon_format.manifest_model import ManifestFileMeta as ManifestFileMeta
+from paimon_format.manifest_model import SimpleStats as SimpleStats
+
+_VERSION: Final = 2
+_CODEC: Final = "zstandard"  # Paimon's default manifest.compression is zstd
+_SYNC_INTERVAL: Final = 64_000  # Java Avro's
+
+if sys.version_info >= (3, 14):
+    from compression import zstd
+else:
+    from backports import zstd  # fastavro's own zstandard codec uses the same
+
+_T = TypeVar("_T")
+
+# --------------------------------------------------------------------------------------------------
+# Avro schemas. They go verbatim into each file header; the record encoders below must follow the
+# field order. Record names follow Java's converter, though readers ignore them.
+# --------------------------------------------------------------------------------------------------
+
+_NAMESPACE = "org.apache.paimon.avro.generated"
+_STRINGS = {"type": "array", "items": "string"}
+
+
+def _optional(name: str, avro_type: object) -> dict[str, object]:
+    return {"name": name, "type": ["null", avro_type], "default": None}
+
+
+def _stats_schema(name: str) -> dict[str, object]:
+    return {
+        "type": "record",
+        "name": name,
+        "fields": [
+            {"name": "_MIN_VALUES", "type": "bytes"},
+            {"name": "_MAX_VALUES", "type": "bytes"},
+            _optional("_NULL_COUNTS", {"type": "array", "items": ["null", "long"]}),
+        ],
+    }
+
+
+MANIFEST_SCHEMA: Final[Mapping[str, object]] = {
+    "type": "record",
+    "name": "record",
+    "namespace": _NAMESPACE,
+    "fields": [
+        {"name": "_VERSION", "type": "int"},
+        {"name": "_KIND", "type": "int"},
+        {"name": "_PARTITION", "type": "bytes"},
+        {"name": "_BUCKET", "type": "int"},
+        {"name": "_TOTAL_BUCKETS", "type": "int"},
+        {
+            "name": "_FILE",
+            "type": {
+                "type": "record",
+                "name": "record__FILE",
+                "fields": [
+                    {"name": "_FILE_NAME", "type": "string"},
+                    {"name": "_FILE_SIZE", "type": "long"},
+                    {"name": "_ROW_COUNT", "type": "long"},
+                    {"name": "_MIN_KEY", "type": "bytes"},
+                    {"name": "_MAX_KEY", "type": "bytes"},
+                    {"name": "_KEY_STATS", "type": _stats_schema("record__FILE__KEY_STATS")},
+                    {"name": "_VALUE_STATS", "type": _stats_schema("record__FILE__VALUE_STATS")},
+                    {"name": "_MIN_SEQUENCE_NUMBER", "type": "long"},
+                    {"name": "_MAX_SEQUENCE_NUMBER", "type": "long"},
+                    {"name": "_SCHEMA_ID", "type": "long"},
+                    {"name": "_LEVEL", "type": "int"},
+                    {"name": "_EXTRA_FILES", "type": _STRINGS},
+                    _optional("_CREATION_TIME", {"type": "long", "logicalType": "timestamp-millis"}),
+                    _optional("_DELETE_ROW_COUNT", "long"),
+                    _optional("_EMBEDDED_FILE_INDEX", "bytes"),
+                    _optional("_FILE_SOURCE", "int"),
+                    _optional("_VALUE_STATS_COLS", _STRINGS),
+                    _optional("_EXTERNAL_PATH", "string"),
+                    _optional("_FIRST_ROW_ID", "long"),
+                    _optional("_WRITE_COLS", _STRINGS),
+                    _optional("_WRITE_COLS_SEQUENCES", {"type": "array", "items": "long"}),
+                ],
+            },
+        },
+    ],
+}
+
+MANIFEST_LIST_SCHEMA: Final[Mapping[str, object]] = {
+    "type": "record",
+    "name": "record",
+    "namespace": _NAMESPACE,
+    "fields": [
+        {"name": "_VERSION", "type": "int"},
+        {"name": "_FILE_NAME", "type": "string"},
+        {"name": "_FILE_SIZE", "type": "long"},
+        {"name": "_NUM_ADDED_FILES", "type": "long"},
+        {"name": "_NUM_DELETED_FILES", "type": "long"},
+        {"name": "_PARTITION_STATS", "type": _stats_schema("record__PARTITION_STATS")},
+        {"name": "_SCHEMA_ID", "type": "long"},
+        _optional("_MIN_BUCKET", "int"),
+        _optional("_MAX_BUCKET", "int"),
+        _optional("_MIN_LEVEL", "int"),
+        _optional("_MAX_LEVEL", "int"),
+        _optional("_MIN_ROW_ID", "long"),
+        _optional("_MAX_ROW_ID", "long"),
+        _optional("_TOTAL_BUCKETS", "int"),
+        _optional("_EXTRA_FILES", _STRINGS),
+    ],
+}
+
+# --------------------------------------------------------------------------------------------------
+# Encoding: plain dicts in Avro field order, written by fastavro with the schema parsed once.
+# --------------------------------------------------------------------------------------------------
+
+_PARSED_MANIFEST: Final = fastavro.parse_schema(dict(MANIFEST_SCHEMA))
+_PARSED_MANIFEST_LIST: Final = fastavro.parse_schema(dict(MANIFEST_LIST_SCHEMA))
+
+
+def _schema_text(parsed: Any) -> str:
+    """The schema as this module writes it into a container's header."""
+    buffer = io.BytesIO()
+    fastavro.writer(buffer, parsed, [])
+    return str(fastavro.block_reader(io.BytesIO(buffer.getvalue())).metadata["avro.schema"])
+
+
+_MANIFEST_SCHEMA_TEXT: Final = _schema_text(_PARSED_MANIFEST)
+_INT_RANGE: Final = range(-0x8000_0000, 0x8000_0000)
+_LONG_RANGE: Final = range(-(2**63), 2**63)
+
+
+def _int(n: int) -> int:
+    # Java's Avro decoder rejects an int field beyond 32 bits, so fail here with a clear message.
+    if n not in _INT_RANGE:
+        raise ValueError(f"{n} does not fit an Avro int")
+    return n
+
+
+def _long(n: int | None) -> int | None:
+    if n is not None and n not in _LONG_RANGE:
+        raise ValueError(f"{n} does not fit an Avro long")
+    return n
+
+
+def _stats_record(stats: SimpleStats) -> dict[str, Any]:
+    # fastavro reads a tuple inside a union as (branch, value), so arrays go in as lists.
+    nulls = None if stats.null_counts is None else list(stats.null_counts)
+    return {"_MIN_VALUES": stats.min_values, "_MAX_VALUES": stats.max_values, "_NULL_COUNTS": nulls}
+
+
+def _list_or_none(values: tuple[Any, ...] | None) -> list[Any] | None:
+    return None if values is None else list(values)
+
+
+def _meta_record(meta: ManifestFileMeta) -> dict[str, Any]:
+    def small(n: int | None) -> int | None:
+        return None if n is None else _int(n)
+
+    return {
+        "_VERSION": _VERSION,
+        "_FILE_NAME": meta.file_name,
+        "_FILE_SIZE": _long(meta.file_size),
+        "_NUM_ADDED_FILES": _long(meta.num_added_files),
+        "_NUM_DELETED_FILES": _long(meta.num_deleted_files),
+        "_PARTITION_STATS": _stats_record(meta.partition_stats),
+        "_SCHEMA_ID": _long(meta.schema_id),
+        "_MIN_BUCKET": small(meta.min_bucket),
+        "_MAX_BUCKET": small(meta.max_bucket),
+        "_MIN_LEVEL": small(meta.min_level),
+        "_MAX_LEVEL": small(meta.max_level),
+        "_MIN_ROW_ID": _long(meta.min_row_id),
+        "_MAX_ROW_ID": _long(meta.max_row_id),
+        "_TOTAL_BUCKETS": small(meta.total_buckets),
+        "_EXTRA_FILES": _list_or_none(meta.extra_files),
+    }
+
+
+def _container(schema: Any, records: Iterable[dict[str, Any]]) -> bytes:
+    buffer = io.BytesIO()
+    fastavro.writer(buffer, schema, records, codec=_CODEC, sync_interval=_SYNC_INTERVAL)
+    return buffer.getvalue()
+
+
+def encode_manifest(entries: Sequence[ManifestEntry]) -> bytes:
+    """Serialise manifest entries into the bytes of one Avro manifest file."""
+    return manifest_container(encode_entries(entries))
+
+
+def manifest_container(records: Sequence[bytes]) -> bytes:
+    """One Avro manifest file of entries already encoded (`encode_entries`), in order.
+
+    The container fastavro would write: its header, then blocks cut as soon as they reach the sync
+    interval, each compressed with zstd and followed by the file's sync marker.
+    """
+    buffer = io.BytesIO()
+    fastavro.writer(buffer, _PARSED_MANIFEST, [], codec=_CODEC)
+    header = buffer.getvalue()
+    sync = header[-16:]
+    parts = [header]
+    start = size = 0
+    for end, record in enumerate(records, 1):
+        size += len(record)
+        if size >= _SYNC_INTERVAL or end == len(records):
+            compressed = zstd.compress(b"".join(records[start:end]))
+            parts += (zigzag(end - start), zigzag(len(compressed)), compressed, sync)
+            start, size = end, 0
+    return b"".join(parts)
+
+
+def concatenate_manifests(files: Sequence[bytes]) -> bytes | None:
+    """One manifest file holding the entries of `files` in order, made by copying their Avro blocks
+    (decompressed and compressed again, never decoded); None when a file was written with another
+    schema than ours, whose blocks could not be copied as they are."""
+    buffer = io.BytesIO()
+    writer = fastavro.write.Writer(buffer, _PARSED_MANIFEST, codec=_CODEC, sync_interval=64_000)
+    for data in files:
+        blocks = fastavro.block_reader(io.BytesIO(data))
+        if blocks.metadata.get("avro.schema") != _MANIFEST_SCHEMA_TEXT:
+            return None
+        for block in blocks:
+            writer.write_block(block)
+    writer.flush()
+    return buffer.getvalue()
+
+
+def encode_entry(entry: ManifestEntry) -> bytes:
+    """One manifest entry as a bare Avro record of the manifest schema (no container, no schema)."""
+    return EntryEncoder().encode(entry)
+
+
+def encode_manifest_list(metas: Sequence[ManifestFileMeta]) -> bytes:
+    """Serialise manifest file metas into the bytes of one Avro manifest-list file."""
+    return _container(_PARSED_MANIFEST_LIST, map(_meta_record, metas))
+
+
+# --------------------------------------------------------------------------------------------------
+# Decoding (the only place that sees fastavro's untyped dicts)
+# --------------------------------------------------------------------------------------------------
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MILLISECOND: Final = timedelta(milliseconds=1)
+
+
+def _tuple_or_none(values: list[Any] | None) -> tuple[Any, ...] | None:
+    return None if values is None else tuple(values)
+
+
+def _millis(value: object) -> int | None:
+    # fastavro turns timestamp-millis into an aware UTC datetime; a writer without the logical type
+    # (or local-timestamp-millis, which gives a naive datetime) must round-trip to the same long.
+    if value is None or isinstance(value, int):
+        return value
+    if isinstance(value, datetime):
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+        return (aware - _EPOCH) // _MILLISECOND
+    raise ValueError(f"unexpected _CREATION_TIME value {value!r}")
+
+
+def _stats_from(record: Mapping[str, Any]) -> SimpleStats:
+    lo, hi, nulls = record["_MIN_VALUES"], record["_MAX_VALUES"], record.get("_NULL_COUNTS")
+    if lo == EMPTY_ROW and hi == EMPTY_ROW and nulls == []:
+        return SimpleStats.EMPTY  # share the common empty-stats object across big manifests
+    return SimpleStats(lo, hi, _tuple_or_none(nulls))
+
+
+def _check_version(record: Mapping[str, Any]) -> None:
+    version = record["_VERSION"]
+    if version != _VERSION:
+        raise ValueError(f"unsupported manifest record _VERSION {version} (expected {_VERSION})")
+
+
+def _entry_from(record: Mapping[str, Any]) -> ManifestEntry:
+    _check_version(record)
+    f = record["_FILE"]
+    meta = DataFileMeta(
+        file_name=f["_FILE_NAME"],
+        file_size=f["_FILE_SIZE"],
+        row_count=f["_ROW_COUNT"],
+        min_key=f["_MIN_KEY"],
+        max_key=f["_MAX_KEY"],
+        key_stats=_stats_from(f["_KEY_STATS"]),
+        value_stats=_stats_from(f["_VALUE_STATS"]),
+        min_sequence_number=f["_MIN_SEQUENCE_NUMBER"],
+        max_sequence_number=f["_MAX_SEQUENCE_NUMBER"],
+        schema_id=f["_SCHEMA_ID"],
+        level=f["_LEVEL"],
+        extra_files=tuple(f.get("_EXTRA_FILES") or ()),
+        creation_time=_millis(f.get("_CREATION_TIME")),
+        delete_row_count=f.get("_DELETE_ROW_COUNT"),
+        embedded_index=f.get("_EMBEDDED_FILE_INDEX"),
+        file_source=f.get("_FILE_SOURCE"),
+        # Absent (older writers) means stats over all columns, which is what null says.
+        value_stats_cols=_tuple_or_none(f.get("_VALUE_STATS_COLS")),
+        external_path=f.get("_EXTERNAL_PATH"),
+        first_row_id=f.get("_FIRST_ROW_ID"),
+        write_cols=_tuple_or_none(f.get("_WRITE_COLS")),
+        write_cols_sequences=_tuple_or_none(f.get("_WRITE_COLS_SEQUENCES")),
+    )
+    return ManifestEntry(
+        kind=FileKind(record["_KIND"]),
+        partition=record["_PARTITION"],
+        bucket=record["_BUCKET"],
+        total_buckets=record["_TOTAL_BUCKETS"],
+        file=meta,
+    )
+
+
+def _meta_from(record: Mapping[str, Any]) -> ManifestFileMeta:
+    _check_version(record)
+    return ManifestFileMeta(
+        file_name=record["_FILE_NAME"],
+        file_size=record["_FILE_SIZE"],
+        num_added_files=record["_NUM_ADDED_FILES"],
+        num_deleted_files=record["_NUM_DELETED_FILES"],
+        partition_stats=_stats_from(record["_PARTITION_STATS"]),
+        schema_id=record["_SCHEMA_ID"],
+        min_bucket=record.get("_MIN_BUCKET"),
+        max_bucket=record.get("_MAX_BUCKET"),
+        min_level=record.get("_MIN_LEVEL"),
+        max_level=record.get("_MAX_LEVEL"),
+        min_row_id=record.get("_MIN_ROW_ID"),
+        max_row_id=record.get("_MAX_ROW_ID"),
+        total_buckets=record.get("_TOTAL_BUCKETS"),
+        extra_files=_tuple_or_none(record.get("_EXTRA_FILES")),
+    )
+
+
+def _records(data: bytes, what: str) -> Iterator[Mapping[str, Any]]:
+    try:
+        for record in fastavro.reader(io.BytesIO(data)):
+            yield cast(Mapping[str, Any], record)
+    except Exception as exc:
+        # Corrupt input surfaces as many types (EOFError, struct errors, the zstd backend's own error);
+        # callers only need to know the bytes are unreadable.
+        raise ValueError(f"corrupt {what}: {exc}") from exc
+
+
+def _decoded(make: Callable[[Mapping[str, Any]], _T], data: bytes, what: str) -> Iterator[_T]:
+    """`make` of each record; a record that lacks a field, or whose writer schema gives a field another
+    type (a string where Paimon has a record), is not a Paimon record: a ValueError, as corrupt bytes are."""
+    try:
+        for record in _records(data, what):
+            yield make(record)
+    except KeyError as exc:
+        raise ValueError(f"{what} record lacks required field {exc.args[0]}") from exc
+    except (TypeError, AttributeError, IndexError) as exc:
+        raise ValueError(f"malformed {what} record: {exc}") from exc
+
+
+def decode_manifest(data: bytes) -> list[ManifestEntry]:
+    """Parse the bytes of an Avro manifest file into its entries."""
+    return list(_decoded(_entry_from, data, "manifest file"))
+
+
+def decode_entry(data: bytes) -> ManifestEntry:
+    """The inverse of `encode_entry`."""
+    record = fastavro.schemaless_reader(io.BytesIO(data), _PARSED_MANIFEST, None)
+    return _entry_from(cast(Mapping[str, Any], record))
+
+
+def iter_manifest(data: bytes) -> Iterator[ManifestEntry]:
+    """The entries of an Avro manifest file one by one, as `decode_manifest` but without the list."""
+    return _decoded(_entry_from, data, "manifest file")
+
+
+def decode_manifest_list(data: bytes) -> list[ManifestFileMeta]:
+    """Parse the bytes of an Avro manifest-list file into its manifest file metas."""
+    return list(_decoded(_meta_from, data, "manifest list"))

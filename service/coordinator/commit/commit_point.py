@@ -1,0 +1,186 @@
+"""The commit point: one database transaction that makes decided commits stand, and the finish after it.
+
+A snapshot is serialised once, when it is built (`SnapshotFile`): the same text goes into its database
+row at the commit point and into `snapshot-N` on storage, and recovery writes the row's text back as is.
+Only after the commit point do the snapshot files appear on storage (publish); the finish then marks
+them published, completes the history rows and releases the locks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import Connection, Engine
+
+from coordinator.commit import live_index
+from coordinator.commit.answers import refs
+from coordinator.commit.live_index import Delta
+from coordinator.commit.member import Committed, Member, TableDecisions
+from coordinator.db import repositories as repo
+from coordinator.db.engine import read_only
+from coordinator.domain.conflicts import Conflict
+from coordinator.domain.table_stats import FileDelta, combined, file_delta
+from coordinator.usecases.snapshot_file import SnapshotFile
+from coordinator.usecases.table_hold import Hold
+from coordinator.usecases.tables import Table, version_of
+from coordinator_client.models import ConflictModel
+from paimon_format.snapshot import Snapshot
+
+
+class TableChanged(Exception):
+    """At the commit point: the table row is no longer the table (uuid) or schema the commits were
+    decided against; it was dropped and created again, or changed, without this hold seeing it first."""
+
+    def __init__(self, table_id: str) -> None:
+        super().__init__(table_id)
+        self.table_id = table_id
+
+
+@dataclass
+class TableChange:
+    """What one table's head moves by at a commit point: from `previous_id` through its new snapshots."""
+
+    table: Table
+    previous_id: int
+    snapshots: list[SnapshotFile]
+    history: list[repo.NewCommit]
+    file_delta: FileDelta
+    """What the snapshots' delta entries do to the live data files, all snapshots together."""
+    committed_at: float
+    deltas: list[Delta] = field(default_factory=list)
+    """Each new snapshot's delta entries: the live-file index advances by them."""
+    records: dict[int, Sequence[bytes]] = field(default_factory=dict)
+    """The Avro records of those entries where they were encoded already, by snapshot id."""
+
+
+def table_change(decided: TableDecisions, now: float) -> TableChange | None:
+    """What the committed members move the table's head by; None when nothing committed."""
+    committed = decided.committed
+    if not committed:
+        return None
+    built: list[Delta] = [b for d in committed for b in d.built.in_order()]
+    return TableChange(
+        decided.table,
+        decided.previous_id,
+        [SnapshotFile.of(s) for s in decided.snapshots()],
+        [history_row(d.member, now, committed=d) for d in committed],
+        combined(file_delta(entries) for _, entries in built),
+        now,
+        built,
+        {s: r for d in committed for s, r in d.built.records.items()},
+    )
+
+
+def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:
+    """One transaction for a set of table changes: every lease is still ours, every head pointer moves
+    from the expected snapshot to the change's last one (with the table's size), every snapshot and
+    history row is recorded, and the live-file index advances by the snapshots' deltas.
+
+    Each table row must still have the uuid and schema id its change was decided against: a table
+    dropped and created again, or given other options, meanwhile gets nothing written for the old one.
+
+    Raises:
+        Conflict: LOCK_LOST (a lease ran out) or LATEST_SNAPSHOT_MOVED; nothing is recorded then.
+        TableChanged: a table row is another table or schema now; nothing is recorded then.
+    """
+    with hold.fenced() as conn:
+        for change in changes:
+            table_id = change.table.id
+            expected = version_of(change.table)
+            if not change.snapshots:
+                if repo.table_version(conn, table_id, for_share=True) != expected:
+                    raise TableChanged(table_id)
+            elif not _advance(conn, change):
+                if repo.table_version(conn, table_id) != expected:
+                    raise TableChanged(table_id)
+                raise Conflict(
+                    "LATEST_SNAPSHOT_MOVED",
+                    "another commit moved the table while this one held the lock",
+                    retryable=True,
+                )
+            repo.insert_snapshots(conn, table_id, [s.row(published=False) for s in change.snapshots])
+            repo.insert_commits(conn, table_id, [h for h in change.history if h.extends is None])
+            repo.extend_committed(conn, [h for h in change.history if h.extends is not None])
+            live_index.advance(conn, table_id, change.deltas, change.records)
+
+
+def check_unchanged(engine: Engine, table: Table) -> None:
+    """For a group of rejections only, which are recorded without a commit point: not into a table that
+    replaced ours.
+
+    Raises:
+        TableChanged: the table row is another table or schema now.
+    """
+    with read_only(engine) as conn:
+        if repo.table_version(conn, table.id) != version_of(table):
+            raise TableChanged(table.id)
+
+
+def _advance(conn: Connection, change: TableChange) -> bool:
+    """The head pointer moves, and the table's size with it (domain.table_stats), in one statement."""
+    last = change.snapshots[-1]
+    snapshot = last.snapshot if last.snapshot is not None else Snapshot.from_json(last.body)
+    return repo.advance_latest_with_stats(
+        conn,
+        change.table.id,
+        change.previous_id,
+        last.id,
+        total_record_count=snapshot.total_record_count,
+        files=change.file_delta.files,
+        size=change.file_delta.bytes,
+        at=change.committed_at,
+        version=version_of(change.table),
+    )
+
+
+def finish(bookkeeping: Engine, finished: Sequence[TableDecisions], hold: Hold, now: float) -> None:
+    """One transaction after publishing, for every table the hold changed: mark the snapshots published,
+    complete the history (phase timings with their total, rejections) and release the locks; losing it
+    in a crash only means publishing again."""
+    ended = time.perf_counter()
+    for decided in finished:
+        for committed in decided.committed:
+            committed.member.phases.total(ended)
+    if not any(decided.committed or decided.rejected for decided in finished):
+        return
+    with bookkeeping.begin() as conn:
+        for decided in finished:
+            published = decided.snapshots()
+            if published:
+                repo.mark_published(conn, decided.table.id, through=published[-1].id)
+            timings = [
+                (*d.member.key, d.member.resolved.digest, d.member.phases.timings) for d in decided.committed
+            ]
+            repo.update_commit_timings(conn, decided.table.id, timings)
+            rejections = [history_row(r.member, now, conflict=r.conflict) for r in decided.rejected]
+            repo.insert_commits(conn, decided.table.id, rejections)
+        hold.release_in(conn)
+
+
+def history_row(
+    member: Member, now: float, *, committed: Committed | None = None, conflict: ConflictModel | None = None
+) -> repo.NewCommit:
+    """The history row of a decided commit: committed with its snapshots, or rejected with its conflict."""
+    snapshots: list[dict[str, object]] = []
+    if committed is not None:
+        snapshots = [r.model_dump(mode="json", by_alias=True) for r in refs(committed.built.snapshots)]
+        if member.proposed is not None and snapshots:
+            # A REST commit's APPEND and COMPACT arrive as two requests and share one row: each
+            # snapshot keeps the digest of the request it came from (see resends.relation_to_record).
+            snapshots[0]["digest"] = member.resolved.digest
+    return repo.NewCommit(
+        commit_user=member.resolved.commit_user,
+        identifier=member.resolved.identifier,
+        outcome="committed" if committed is not None else "rejected",
+        snapshots=snapshots,
+        details={"transaction": list(member.transaction)} if member.transaction else None,
+        timings=member.phases.timings,
+        conflict=None if conflict is None else conflict.model_dump(mode="json", by_alias=True),
+        # A retryable rejection is not a terminal answer, so it is not replayed for its key.
+        idempotency_key=None if conflict is not None and conflict.retryable else member.idempotency_key,
+        created_at=now,
+        extends=committed.extends if committed is not None else None,
+        digest=member.resolved.digest,
+    )
