@@ -1,6 +1,6 @@
 """The baseline: pypaimon 2.1.0's own filesystem commit of the same files, measured in the same run.
 
-Reuses the method of docs/pypaimon-baseline.md: StreamWriteBuilder with one reused write and commit for
+Reuses the method of shared/docs/pypaimon-baseline.md: StreamWriteBuilder with one reused write and commit for
 the sequential commits (clock around `commit(msgs, i)` only), one `new_commit().commit(msgs)` of N one-file
 messages for the big commit (writing the files not timed), and 8 spawned processes released on an Event
 for contention, each doing write_arrow + prepare_commit + commit per commit.

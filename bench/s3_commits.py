@@ -7,7 +7,7 @@ usage: python bench/s3_commits.py [--commits 100] [--writers 8] [--per-writer 20
 SeaweedFS (`weed mini`, tests/seaweed.py) serves one bucket on loopback. The coordinator runs as a real
 `coordinator serve` process on the warehouse `s3://bucket/coordinator` (the endpoint comes from
 AWS_ENDPOINT_URL, as a deployment would set it); pypaimon's own catalog uses `s3://bucket/pypaimon`.
-The method is that of docs/object-storage.md, sections 3 and 4:
+The method is that of shared/docs/object-storage.md, sections 3 and 4:
 
 1. Latency: --commits commits of one 10-row file each. A coordinator POST and pypaimon's
    new_batch_write_builder -> write_arrow -> prepare_commit -> commit alternate in one loop (which side
@@ -383,7 +383,7 @@ def summary_rows(results: dict[str, Any]) -> list[Row]:
 
 
 def premise_table(results: dict[str, Any]) -> str:
-    """One line per side and run: the counts of docs/object-storage.md section 4."""
+    """One line per side and run: the counts of shared/docs/object-storage.md section 4."""
     header = (
         "side", "run", "reported OK", "failed", "LOST", "rows read / rows of OK commits", "snapshot files",
         "OK but in no snapshot file", "wall s", "OK/s", "durable/s", "commit p50 / p90 ms",

@@ -4,7 +4,7 @@ One process serves master, volume, filer and the S3 gateway with a bucket `bucke
 only. Credentials are the AWS environment variables, set here for this process and its children
 (`weed mini` makes them its admin identity), with `AWS_ENDPOINT_URL` pointing at the gateway, so that
 pyarrow, obstore and the coordinator's Spark writer find the store the standard way.
-`docs/object-storage.md` has how this was worked out.
+`shared/docs/object-storage.md` (the team notes beside this repository) has how this was worked out.
 """
 
 from __future__ import annotations
