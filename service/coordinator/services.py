@@ -22,7 +22,7 @@ from coordinator.commit.pipeline import Collaborators, Committer
 from coordinator.commit.publish import Publication
 from coordinator.commit.queue import CommitQueues
 from coordinator.commit.table_state import TableStates
-from coordinator.db.engine import bookkeeping_engine, make_engine, probe_engine
+from coordinator.db.engine import bookkeeping_engine, count_round_trips, make_engine, probe_engine
 from coordinator.db.migrate import upgrade
 from coordinator.locks.base import LockBackend
 from coordinator.locks.lock_table import LockTable
@@ -95,6 +95,9 @@ class Services:
         tables = Tables(engine, fileio, root, clock)
         # The commit pipeline's steps (commit/pipeline.py), each built once and handed what it uses.
         probes = probe_engine(engine)
+        for name, counted in (("durable", engine), ("bookkeeping", bookkeeping), ("probes", probes)):
+            if name == "durable" or counted is not engine:  # on SQLite the three are one engine
+                count_round_trips(counted, metrics.db_round_trips.labels(name).inc)
         states = TableStates(fileio)
         live_index = LiveIndex(engine, probes)
         queues = CommitQueues()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import select
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -43,6 +43,22 @@ def autocommit(engine: Engine) -> Iterator[Connection]:
     else:
         with engine.begin() as conn:
             yield conn
+
+
+def count_round_trips(engine: Engine, count: Callable[[], None]) -> None:
+    """Call `count` on every round trip `engine` makes: each statement, and the BEGIN and the COMMIT or
+    ROLLBACK of a transaction not in autocommit (psycopg sends each of those on its own)."""
+
+    def statement(*_args: Any) -> None:
+        count()
+
+    def transaction_edge(conn: Connection, *_args: Any) -> None:
+        if conn.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
+            count()
+
+    event.listen(engine, "before_cursor_execute", statement)
+    for edge in ("begin", "commit", "rollback"):
+        event.listen(engine, edge, transaction_edge)
 
 
 def read_only(engine: Engine) -> Connection:

@@ -92,6 +92,13 @@ class Metrics:
             ["step"],
             registry=r,
         )
+        self.db_round_trips = Counter(
+            "coordinator_db_round_trips",
+            "Round trips to the database by engine (durable, bookkeeping, probes): every statement, and "
+            "the BEGIN and the COMMIT or ROLLBACK of a transaction not in autocommit.",
+            ["engine"],
+            registry=r,
+        )
         self.transactions = Counter(
             "coordinator_transactions",
             "Multi-table transactions by outcome: committed, deduplicated (a resend), rejected (a "
