@@ -19,13 +19,17 @@ from coordinator.commit.answers import refs
 from coordinator.commit.live_index import Delta
 from coordinator.commit.member import Committed, Member, TableDecisions
 from coordinator.db import repositories as repo
-from coordinator.db.engine import read_only
+from coordinator.db.engine import autocommit, read_only
+from coordinator.db.repositories import live_files, one_statement
 from coordinator.domain.conflicts import Conflict
 from coordinator.domain.table_stats import FileDelta, combined, file_delta
+from coordinator.locks.base import Lease
 from coordinator.usecases.snapshot_file import SnapshotFile
-from coordinator.usecases.table_hold import Hold
+from coordinator.usecases.table_hold import Hold, lock_lost
 from coordinator.usecases.tables import Table, version_of
 from coordinator_client.models import ConflictModel
+from paimon_format.entry_encoding import encode_entries
+from paimon_format.manifest import FileKind
 from paimon_format.snapshot import Snapshot
 
 
@@ -85,6 +89,10 @@ def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:
         Conflict: LOCK_LOST (a lease ran out) or LATEST_SNAPSHOT_MOVED; nothing is recorded then.
         TableChanged: a table row is another table or schema now; nothing is recorded then.
     """
+    lease = hold.lease_in_database()
+    if lease is not None and len(changes) == 1 and _fits_one_statement(hold.engine, changes[0]):
+        _commit_in_one_statement(hold.engine, lease, changes[0])
+        return
     with hold.fenced() as conn:
         for change in changes:
             table_id = change.table.id
@@ -104,6 +112,65 @@ def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:
             repo.insert_commits(conn, table_id, [h for h in change.history if h.extends is None])
             repo.extend_committed(conn, [h for h in change.history if h.extends is not None])
             live_index.advance(conn, table_id, change.deltas, change.records)
+
+
+def _fits_one_statement(engine: Engine, change: TableChange) -> bool:
+    """A change one PostgreSQL statement makes (one_statement.py): one snapshot that only adds a few files,
+    history rows of their own, and no forgetting of removed index rows this time."""
+    if engine.dialect.name != "postgresql" or len(change.snapshots) != 1 or len(change.deltas) != 1:
+        return False
+    snapshot_id, entries = change.deltas[0]
+    return (
+        len(entries) < live_files.COPY_FROM
+        and all(e.kind == FileKind.ADD for e in entries)
+        and all(h.extends is None for h in change.history)
+        and not live_index.forgets_at(snapshot_id)
+    )
+
+
+def _commit_in_one_statement(engine: Engine, lease: Lease, change: TableChange) -> None:
+    """The commit point of a small change as one statement.
+
+    Raises:
+        Conflict: LOCK_LOST or LATEST_SNAPSHOT_MOVED; TableChanged. Nothing is recorded then.
+    """
+    table, last = change.table, change.snapshots[-1]
+    snapshot = last.snapshot if last.snapshot is not None else Snapshot.from_json(last.body)
+    snapshot_id, entries = change.deltas[0]
+    records = change.records.get(snapshot_id) or encode_entries(entries)
+    head = one_statement.HeadMove(
+        table.id,
+        version_of(table),
+        change.previous_id,
+        last.id,
+        snapshot.total_record_count,
+        change.file_delta.files,
+        change.file_delta.bytes,
+        change.committed_at,
+    )
+    added = [
+        live_files.row_values(table.id, e, snapshot_id, r) for e, r in zip(entries, records, strict=True)
+    ]
+    with autocommit(engine) as conn:
+        fenced, moved = one_statement.commit_point(
+            conn, lease, head, last.row(published=False), change.history, added
+        )
+    if not fenced:
+        raise lock_lost(lease)
+    if not moved:
+        _head_not_moved(engine, table)
+
+
+def _head_not_moved(engine: Engine, table: Table) -> None:
+    """Why a fenced head did not move: the table was replaced or changed, or another commit moved it.
+
+    Raises:
+        TableChanged, Conflict: always.
+    """
+    check_unchanged(engine, table)
+    raise Conflict(
+        "LATEST_SNAPSHOT_MOVED", "another commit moved the table while this one held the lock", retryable=True
+    )
 
 
 def check_unchanged(engine: Engine, table: Table) -> None:
@@ -145,6 +212,12 @@ def finish(bookkeeping: Engine, finished: Sequence[TableDecisions], hold: Hold, 
             committed.member.phases.total(ended)
     if not any(decided.committed or decided.rejected for decided in finished):
         return
+    lease = hold.lease_in_database()
+    if lease is not None and bookkeeping.dialect.name == "postgresql" and len(finished) == 1:
+        [decided] = finished
+        if not decided.rejected:
+            _finish_in_one_statement(bookkeeping, hold, lease, decided)
+            return
     with bookkeeping.begin() as conn:
         for decided in finished:
             published = decided.snapshots()
@@ -157,6 +230,15 @@ def finish(bookkeeping: Engine, finished: Sequence[TableDecisions], hold: Hold, 
             rejections = [history_row(r.member, now, conflict=r.conflict) for r in decided.rejected]
             repo.insert_commits(conn, decided.table.id, rejections)
         hold.release_in(conn)
+
+
+def _finish_in_one_statement(bookkeeping: Engine, hold: Hold, lease: Lease, decided: TableDecisions) -> None:
+    timings = [(*d.member.key, d.member.resolved.digest, d.member.phases.timings) for d in decided.committed]
+    with autocommit(bookkeeping) as conn:
+        published = decided.snapshots()
+        through = published[-1].id if published else 0  # an empty commit publishes nothing
+        one_statement.finish(conn, lease, decided.table.id, through, timings)
+    hold.released_by(decided.table.id)
 
 
 def history_row(

@@ -132,11 +132,15 @@ def advance(
         index.set_index_snapshot(conn, table_id, deltas[-1][0])
 
 
+def forgets_at(snapshot_id: int) -> bool:
+    """Whether the index forgets old removed rows when it advances to this snapshot."""
+    return snapshot_id % FORGET_EVERY == 0
+
+
 def apply(conn: Connection, table_id: str, delta: Delta, records: Sequence[bytes] | None = None) -> None:
     """Advance the index by one snapshot's delta, inside the caller's transaction."""
     snapshot_id, entries = delta
-    forget = snapshot_id % FORGET_EVERY == 0
-    forget_before = snapshot_id - REMEMBER_REMOVED if forget else None
+    forget_before = snapshot_id - REMEMBER_REMOVED if forgets_at(snapshot_id) else None
     index.apply_delta(conn, table_id, snapshot_id, entries, records, forget_before=forget_before)
 
 

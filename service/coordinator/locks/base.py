@@ -40,6 +40,10 @@ class LockBackend(Protocol):
     force-released or outlived its lease can be told apart from the current one.
     """
 
+    in_metadata_database: bool
+    """Whether the locks live in the metadata database (the lock table), so that one statement there
+    can fence and release them beside its own writes (db/repositories/one_statement.py)."""
+
     def acquire(self, lock_id: str, owner: str, timeout_seconds: float) -> Lease:
         """Take the lock, waiting with backoff; raises LockUnavailable after the timeout."""
         ...
@@ -59,6 +63,11 @@ class LockBackend(Protocol):
 
     def release(self, lease: Lease) -> None:
         """Give the lock back, only if this lease still holds it."""
+        ...
+
+    def wake_waiters(self, lock_id: str) -> None:
+        """The lock was released by a statement of the caller's own (one_statement.finish): this
+        process's waiters for it try at once."""
         ...
 
     def release_in(self, conn: Connection, lease: Lease) -> None:

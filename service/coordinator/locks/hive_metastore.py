@@ -96,6 +96,8 @@ class HiveMetastoreLocks:
     heartbeated for that long, and LeaseKeeper heartbeats every third of it.
     """
 
+    in_metadata_database = False
+
     def __init__(
         self,
         uri: str,
@@ -134,6 +136,9 @@ class HiveMetastoreLocks:
                 retry_after_seconds=max(1, round(self._lease_seconds / 4)),
             )
         return lease
+
+    def wake_waiters(self, lock_id: str) -> None:
+        """Never called: the metastore's locks are not released by a statement of the metadata database."""
 
     def holder_elsewhere(self, lock_id: str) -> str | None:
         """The metastore keeps no address of a lock's holder: commits wait for the lock instead."""

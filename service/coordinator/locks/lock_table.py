@@ -31,6 +31,8 @@ class LockTable:
     Give it the bookkeeping engine (db.engine.bookkeeping_engine): its writes need no WAL flush wait.
     """
 
+    in_metadata_database = True
+
     def __init__(self, engine: Engine, lease_seconds: float, *, holder_url: str | None = None) -> None:
         """`holder_url`: where this replica answers, recorded with every lock it takes (see
         holder_elsewhere); None records none."""
@@ -164,6 +166,9 @@ class LockTable:
         conn.execute(self._release, {"lock_id": lease.lock_id, "owner": lease.owner, "epoch": lease.epoch})
         # A woken waiter's take-over waits on the row until the caller's transaction commits.
         self._notify(lease.lock_id)
+
+    def wake_waiters(self, lock_id: str) -> None:
+        self._notify(lock_id)
 
     def _condition(self, lock_id: str) -> threading.Condition:
         with self._guard:

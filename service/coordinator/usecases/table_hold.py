@@ -85,6 +85,24 @@ class Hold:
             conn, table_id, actor=actor, action=action, details=details, now=self._clock.now()
         )
 
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
+    def lease_in_database(self) -> Lease | None:
+        """The hold's one lease when its lock lives in the metadata database (the lock table): then one
+        statement there can fence it, or release it, beside its own writes. None otherwise."""
+        if len(self.leases) != 1 or not self._locks.in_metadata_database:
+            return None
+        return next(iter(self.leases.values()))
+
+    def released_by(self, table_id: str) -> None:
+        """The caller's statement released the table's lease (one_statement.finish): the hold's end does
+        not release it again, and nobody renews it."""
+        self._stop_renewing()
+        self._released.add(table_id)
+        self._locks.wake_waiters(self.leases[table_id].lock_id)
+
     def release_in(self, conn: Connection) -> None:
         """Release every lease as part of the caller's transaction; the hold's end then does nothing."""
         self._stop_renewing()

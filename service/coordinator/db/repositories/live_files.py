@@ -167,7 +167,7 @@ def apply_delta(
     if records is None:
         records = encode_entries(entries)
     added = [
-        _row(table_id, e, snapshot_id, r)
+        row_values(table_id, e, snapshot_id, r)
         for e, r in zip(entries, records, strict=True)
         if e.kind == FileKind.ADD
     ]
@@ -209,9 +209,9 @@ def replace_index(conn: Connection, table_id: str, snapshot_id: int, live: Itera
     """Build the index afresh from a snapshot's live files (a table the index has not seen)."""
     conn.execute(delete(_T).where(_T.c.table_id == table_id))
     encoder = EntryEncoder()
-    batch: list[_Row] = []
+    batch: list[LiveFileValues] = []
     for entry in live:
-        batch.append(_row(table_id, entry, None, encoder.encode(entry)))
+        batch.append(row_values(table_id, entry, None, encoder.encode(entry)))
         if len(batch) >= 10_000:
             _insert(conn, batch)
             batch = []
@@ -248,11 +248,11 @@ def _indexed(rows: Iterable[Any]) -> Iterator[IndexedFile]:
         yield IndexedFile(decode_entry(bytes(blob)), added_in, removed_in)
 
 
-_Row = tuple[str, bytes, int, int, str, int, int, int | None, None, bytes]
+LiveFileValues = tuple[str, bytes, int, int, str, int, int, int | None, None, bytes]
 """A row of `live_files`, its values in the order of `_COLUMNS`."""
 
 
-def _row(table_id: str, entry: ManifestEntry, added_in: int | None, record: bytes) -> _Row:
+def row_values(table_id: str, entry: ManifestEntry, added_in: int | None, record: bytes) -> LiveFileValues:
     """The values of an entry's row (`record`: the entry in Avro), in the order of `_COLUMNS`."""
     file = entry.file
     return (
@@ -269,7 +269,7 @@ def _row(table_id: str, entry: ManifestEntry, added_in: int | None, record: byte
     )
 
 
-def _insert(conn: Connection, rows: list[_Row]) -> None:
+def _insert(conn: Connection, rows: list[LiveFileValues]) -> None:
     """Insert rows, reviving removed rows of the same keys (a file re-added under its old identity).
 
     On PostgreSQL many rows go in by one COPY, tried under a savepoint: a row whose key is already
@@ -308,7 +308,7 @@ _COPY_TYPES = ("text", "bytea", "int4", "int4", "text", "int4", "int8", "int8", 
 text, about 15% less time for a commit of 10,000 files."""
 
 
-def _copy(conn: Connection, rows: list[_Row]) -> None:
+def _copy(conn: Connection, rows: list[LiveFileValues]) -> None:
     driver = conn.connection.driver_connection
     assert driver is not None
     try:
