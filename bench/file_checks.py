@@ -5,7 +5,7 @@ usage: .venv/bin/python bench/file_checks.py [--files 10000] [--rounds 5] [--com
 Before a commit takes its table's lock, the service checks every file it adds (usecases.file_checks).
 This measures that check on one commit of `--files` one-file messages over ten partitions of an append
 table (the suite's shape, parquet, 10 rows a file), on a local warehouse and on an S3 store (SeaweedFS
-on loopback, tests/seaweed.py), with the service's own FileIO, in one process:
+on loopback, tests/support/seaweed.py), with the service's own FileIO, in one process:
 
 - size-only: the check as it was before issue 28, measured in the same run: the size of every file
   (os.stat on local disk in turn; S3 HEAD, 32 at a time), nothing read;
@@ -58,7 +58,7 @@ from coordinator.usecases.tables import Table
 from coordinator_client.format.manifest_model import FileKind
 from coordinator_client.format.partition_path import bucket_dir
 from coordinator_client.models import CommitRequest, CreateTableRequest
-from tests.seaweed import BUCKET, seaweed
+from tests.support.seaweed import BUCKET, seaweed
 
 PARTITIONS = [f"p{i:02d}" for i in range(10)]
 SIZES_AT_ONCE = 32

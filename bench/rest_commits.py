@@ -45,7 +45,7 @@ from bench.rest_report import report
 from bench.service import CoordinatorProcess, postgres_database, sqlite_url
 from bench.stats import median_phases
 from bench.suite import environment, revision, save
-from tests.seaweed import BUCKET, SeaweedFS
+from tests.support.seaweed import BUCKET, SeaweedFS
 
 STORES = ("local", "s3")
 DATABASES = ("sqlite", "postgres")

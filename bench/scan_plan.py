@@ -33,7 +33,7 @@ sys.path[:0] = [str(REPO / "client"), str(REPO / "service"), str(REPO)]
 from bench.metadata_table import MetadataTable, partition_name, write_metadata_table  # noqa: E402
 from bench.service import free_port  # noqa: E402
 from coordinator_client import CoordinatorClient  # noqa: E402
-from tests.processes import stop_process  # noqa: E402
+from tests.support.processes import stop_process  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ from coordinator.app import create_app
 from coordinator.cli import main as coordinator_main
 from coordinator.settings import Settings
 from coordinator_client import CoordinatorClient, Forbidden, Unauthorized
-from tests.conftest import LiveServer, free_port, wait_healthy
-from tests.paimon_files import PaimonTable, create_table, pypaimon_rows
+from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows
+from tests.support.served import LiveServer, free_port, wait_healthy
 
 MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
 SAMPLE_PATH = {

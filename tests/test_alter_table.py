@@ -23,8 +23,7 @@ from coordinator.usecases.commits import Committer
 from coordinator_client import AsyncCoordinatorClient, BadRequest, CoordinatorClient
 from coordinator_client.cli import main
 from coordinator_client.models import AddColumn, AlterTableRequest, CommitRequest, Move, RenameColumn
-from tests.conftest import LiveServer
-from tests.paimon_files import (
+from tests.support.paimon_files import (
     PaimonTable,
     commit,
     create_table,
@@ -34,7 +33,8 @@ from tests.paimon_files import (
     sorted_rows,
     tree_digest,
 )
-from tests.pause import PausedCall
+from tests.support.pause import PausedCall
+from tests.support.served import LiveServer
 
 STORES = ("local", "s3")
 

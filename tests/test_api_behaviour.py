@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from coordinator.app import create_app
 from coordinator.settings import Settings
 from coordinator_client.models import FileListResponse, KeyStatsModel
-from tests.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows
+from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows
 
 
 def _body(

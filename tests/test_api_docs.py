@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Browser, Route, expect
 
 from coordinator.settings import Settings
-from tests.conftest import LiveServer
+from tests.support.served import LiveServer
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 

@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from coordinator.api import collection_pause
-from tests.paimon_files import PaimonTable, create_table, tree_digest
+from tests.support.paimon_files import PaimonTable, create_table, tree_digest
 
 
 @pytest.fixture

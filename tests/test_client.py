@@ -54,7 +54,7 @@ from coordinator_client import (
 from coordinator_client.cli import main as cli_main
 from coordinator_client.format.snapshot import CommitKind as FormatCommitKind
 from coordinator_client.models import CommitKind, ErrorCode
-from tests.conftest import free_port
+from tests.support.served import free_port
 
 _E = TypeVar("_E", bound=Exception)
 

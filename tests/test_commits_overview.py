@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from tests.paimon_files import pk_table, rows_in_bucket
+from tests.support.paimon_files import pk_table, rows_in_bucket
 from tests.test_transactions import commit, new_file, transaction
 
 

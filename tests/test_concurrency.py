@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from coordinator_client import CommitResponse, CoordinatorClient
-from tests.paimon_files import PaimonTable, pypaimon_rows
-from tests.served import ServedCoordinator, emptied_replicas
+from tests.support.paimon_files import PaimonTable, pypaimon_rows
+from tests.support.served import ServedCoordinator, emptied_replicas
 
 WRITERS = 8
 COMMITS = 25

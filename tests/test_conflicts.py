@@ -18,7 +18,7 @@ from coordinator.domain.committable import resolve_committable
 from coordinator.domain.table_schema import TableShape
 from coordinator.services import Services
 from coordinator_client.models import CommitRequest, CreateTableRequest, FieldSpec
-from tests.paimon_files import (
+from tests.support.paimon_files import (
     PaimonTable,
     deletion_of,
     file_names,

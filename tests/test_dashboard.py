@@ -29,8 +29,8 @@ from coordinator.services import Services
 from coordinator.settings import Settings
 from coordinator_client import Conflict, CoordinatorClient
 from coordinator_client.models import OverviewResponse
-from tests.conftest import LiveServer
-from tests.paimon_files import PaimonTable, create_table
+from tests.support.paimon_files import PaimonTable, create_table
+from tests.support.served import LiveServer
 
 DT = "2024-01-01"
 HOLDER = "ops-test-holder"

@@ -1,8 +1,8 @@
 """A database that is down or restarting: every door answers 503 with Retry-After, never 500, and the
 first requests after the restart succeed (issue 28, item 6).
 
-Each test runs its own PostgreSQL server (tests/private_postgres.py), since it stops or SIGKILLs it: the
-machine's shared server serves the other tests meanwhile.
+Each test runs its own PostgreSQL server (tests/support/private_postgres.py), since it stops or SIGKILLs
+it: the machine's shared server serves the other tests meanwhile.
 """
 
 from __future__ import annotations
@@ -29,14 +29,13 @@ from coordinator.settings import Settings
 from coordinator.usecases.overwrite_watch import OverwriteWatch
 from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import CommitRequest
-from tests import rest_writer_process
-from tests.conftest import LiveServer
-from tests.paimon_files import PaimonTable, create_table, read_text
-from tests.pause import PausedCall
-from tests.private_postgres import PrivatePostgres, private_postgres
-from tests.rest_writer_process import SCHEMA
-from tests.rest_writers import create_rest_table, read_rows, rest_catalog
-from tests.served import ServedCoordinator
+from tests.support import rest_writer_process
+from tests.support.paimon_files import PaimonTable, create_table, read_text
+from tests.support.pause import PausedCall
+from tests.support.private_postgres import PrivatePostgres, private_postgres
+from tests.support.rest_writer_process import SCHEMA
+from tests.support.rest_writers import create_rest_table, read_rows, rest_catalog
+from tests.support.served import LiveServer, ServedCoordinator
 
 pytestmark = pytest.mark.postgres
 

@@ -16,8 +16,8 @@ from coordinator.settings import Settings
 from coordinator_client import CoordinatorClient
 from coordinator_client.errors import NotFound
 from coordinator_client.models import SetOption
-from tests.conftest import LiveServer
-from tests.paimon_files import PaimonTable, pk_table, rows_in_bucket, tree_digest
+from tests.support.paimon_files import PaimonTable, pk_table, rows_in_bucket, tree_digest
+from tests.support.served import LiveServer
 from tests.test_param_bounds import database_digest
 from tests.test_transactions import commit, new_file
 

@@ -25,7 +25,7 @@ from coordinator.settings import Settings
 from coordinator.storage.warehouse import open_warehouse
 from coordinator_client.models import CommitRequest
 from coordinator_client.spark.layout import arrow_type
-from tests.paimon_files import (
+from tests.support.paimon_files import (
     PaimonTable,
     commit,
     create_table,

@@ -16,7 +16,7 @@ from coordinator.storage.fileio import ArrowFileIO, FileIO, LocalFileIO
 from coordinator.storage.object_store import ObjectStoreFileIO
 from coordinator.storage.store_uri import StoreUri, redacted
 from coordinator.storage.warehouse import open_warehouse
-from tests.seaweed import BUCKET, SeaweedFS
+from tests.support.seaweed import BUCKET, SeaweedFS
 
 
 @pytest.fixture(params=["local", "arrow", "s3"])

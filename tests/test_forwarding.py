@@ -19,11 +19,10 @@ import pyarrow as pa
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.conftest import free_port
-from tests.databases import postgres_database
-from tests.paimon_files import PaimonTable, create_table, pypaimon_rows
-from tests.rest_writers import CATALOG_NAME, create_rest_table, prepare, rest_catalog
-from tests.served import ServedCoordinator
+from tests.support.databases import postgres_database
+from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows
+from tests.support.rest_writers import CATALOG_NAME, create_rest_table, prepare, rest_catalog
+from tests.support.served import ServedCoordinator, free_port
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 

@@ -21,7 +21,7 @@ from coordinator.db.models import LockRow
 from coordinator.errors import CommitConflict, LockUnavailable
 from coordinator.services import Services
 from coordinator_client.models import CommitRequest, CommitResponse
-from tests.paimon_files import (
+from tests.support.paimon_files import (
     PaimonTable,
     create_table,
     deletion_of,

@@ -31,10 +31,10 @@ from coordinator_client.format.manifest import (
 )
 from coordinator_client.format.manifest_meta import manifest_file_meta
 from coordinator_client.format.types import parse_type
-from tests.conftest import LiveServer
-from tests.hostile_snapshots import RestTable, renamed
-from tests.paimon_files import read_bytes, tree_digest, write_bytes
-from tests.rest_writers import create_rest_table, rest_catalog, write_rows
+from tests.support.hostile_snapshots import RestTable, renamed
+from tests.support.paimon_files import read_bytes, tree_digest, write_bytes
+from tests.support.rest_writers import create_rest_table, rest_catalog, write_rows
+from tests.support.served import LiveServer
 
 STORES = ("local", "s3")
 

@@ -12,7 +12,7 @@ from coordinator.db.engine import probe_engine, read_only
 from coordinator.db.migrate import upgrade
 from coordinator.db.repositories import live_files as index
 from coordinator_client.format.manifest import DataFileMeta, FileKind, ManifestEntry, SimpleStats
-from tests.databases import postgres_database
+from tests.support.databases import postgres_database
 
 pytestmark = pytest.mark.postgres
 

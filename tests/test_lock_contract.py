@@ -29,10 +29,11 @@ from coordinator.locks.renewal import LeaseKeeper
 from coordinator.settings import Settings
 from coordinator.usecases.commit_records import commit_point
 from coordinator_client.models import CommitRequest
-from tests.conftest import LiveServer, fresh_database
-from tests.hive_metastore_double import HiveMetastoreLockDouble
-from tests.paimon_files import PaimonTable, create_table, pypaimon_rows
-from tests.pause import PausedCall
+from tests.support.databases import fresh_database
+from tests.support.hive_metastore_double import HiveMetastoreLockDouble
+from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows
+from tests.support.pause import PausedCall
+from tests.support.served import LiveServer
 
 LEASE = 0.5
 

@@ -19,8 +19,8 @@ from coordinator.settings import Settings
 from coordinator.usecases.commit_records import commit_point
 from coordinator.usecases.table_hold import Hold
 from coordinator_client.models import CommitRequest, CreateTableRequest, FieldSpec
-from tests.paimon_files import PaimonTable, pypaimon_rows
-from tests.pause import PausedCall
+from tests.support.paimon_files import PaimonTable, pypaimon_rows
+from tests.support.pause import PausedCall
 
 
 @pytest.fixture

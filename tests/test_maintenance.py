@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from coordinator.services import Services
 from coordinator_client.models import CommitRequest
-from tests.paimon_files import (
+from tests.support.paimon_files import (
     S3_OLD_S,
     PaimonTable,
     commit,

@@ -29,8 +29,7 @@ from coordinator_client import (
     NotFound,
 )
 from coordinator_client.cli import main
-from tests.conftest import LiveServer
-from tests.paimon_files import (
+from tests.support.paimon_files import (
     PaimonTable,
     create_table,
     file_exists,
@@ -41,6 +40,7 @@ from tests.paimon_files import (
     sorted_rows,
     write_bytes,
 )
+from tests.support.served import LiveServer
 
 DT = "2024-01-01"
 USER = "ops-alice"

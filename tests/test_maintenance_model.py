@@ -36,7 +36,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from tests.paimon_files import PaimonTable, create_table, sorted_rows
+from tests.support.paimon_files import PaimonTable, create_table, sorted_rows
 
 DAYS = ("2024-01-01", "2024-01-02")
 TAGS = ("t0", "t1", "t2")

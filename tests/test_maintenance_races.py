@@ -4,7 +4,7 @@ before it is written.
 
 `services` plays this replica; the test makes the other replica's moves for real (files deleted on
 storage, rows deleted in the database, the lease force-released) while this replica's thread stands
-paused at the exact point of the race (tests/pause.py), so the interleaving is the same on every run.
+paused at the exact point of the race (tests/support/pause.py), so the interleaving is the same on every run.
 """
 
 from __future__ import annotations
@@ -19,8 +19,15 @@ from coordinator.db import repositories as repo
 from coordinator.errors import CommitConflict, SnapshotNotFound
 from coordinator.services import Services
 from coordinator.usecases.maintenance.table_actions import TableActions
-from tests.paimon_files import PaimonTable, create_table, delete_file, file_exists, file_names, write_bytes
-from tests.pause import PausedCall
+from tests.support.paimon_files import (
+    PaimonTable,
+    create_table,
+    delete_file,
+    file_exists,
+    file_names,
+    write_bytes,
+)
+from tests.support.pause import PausedCall
 
 STORES = ("local", "s3")
 

@@ -10,7 +10,7 @@ import pytest
 from coordinator.services import Services
 from coordinator_client.format.manifest import FileKind, decode_manifest, decode_manifest_list
 from coordinator_client.models import CommitRequest, CreateTableRequest, FieldSpec
-from tests.paimon_files import PaimonTable, pypaimon_rows
+from tests.support.paimon_files import PaimonTable, pypaimon_rows
 
 
 def _table(

@@ -13,10 +13,9 @@ from fastapi.testclient import TestClient
 
 from coordinator.settings import Settings
 from coordinator_client import CoordinatorClient
-from tests.conftest import LiveServer
-from tests.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows, tree_digest
-from tests.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
-from tests.served import ServedCoordinator
+from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows, tree_digest
+from tests.support.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
+from tests.support.served import LiveServer, ServedCoordinator
 
 STORES = ("local", "s3")
 

@@ -17,8 +17,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from coordinator_client import Conflict, CoordinatorClient
-from tests.paimon_files import PaimonTable, create_table
-from tests.served import ServedCoordinator
+from tests.support.paimon_files import PaimonTable, create_table
+from tests.support.served import ServedCoordinator
 
 DT = "2024-01-01"
 

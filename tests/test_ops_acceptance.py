@@ -24,9 +24,9 @@ from coordinator.settings import Settings
 from coordinator.usecases.commit_records import commit_point
 from coordinator_client import CoordinatorClient, Forbidden
 from coordinator_client.models import CommitRequest, LockModel
-from tests.conftest import LiveServer
-from tests.paimon_files import PaimonTable, pypaimon_rows
-from tests.pause import PausedCall
+from tests.support.paimon_files import PaimonTable, pypaimon_rows
+from tests.support.pause import PausedCall
+from tests.support.served import LiveServer
 
 WRITERS = 4
 COMMITS_EACH = 3

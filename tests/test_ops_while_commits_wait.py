@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from coordinator.settings import Settings
-from tests.conftest import LiveServer
-from tests.paimon_files import create_table
+from tests.support.paimon_files import create_table
+from tests.support.served import LiveServer
 
 COMMITS = 50
 """More than AnyIO's default 40 threads: on one limiter, every thread would be a waiting commit."""

@@ -25,9 +25,15 @@ from coordinator.services import Services
 from coordinator.usecases.publication import Publication
 from coordinator_client import CoordinatorClient
 from coordinator_client.models import CommitRequest
-from tests.conftest import LiveServer
-from tests.paimon_files import PaimonTable, create_table, pypaimon_catalog_options, pypaimon_rows, sorted_rows
-from tests.pause import PausedCall
+from tests.support.paimon_files import (
+    PaimonTable,
+    create_table,
+    pypaimon_catalog_options,
+    pypaimon_rows,
+    sorted_rows,
+)
+from tests.support.pause import PausedCall
+from tests.support.served import LiveServer
 
 STORES = ("local", "s3")
 

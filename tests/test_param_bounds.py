@@ -25,7 +25,7 @@ from sqlalchemy import create_engine, select
 from coordinator.app import create_app
 from coordinator.db.models import Base
 from coordinator.settings import Settings
-from tests.paimon_files import PaimonTable, commit, pk_table, rows_in_bucket, tree_digest
+from tests.support.paimon_files import PaimonTable, commit, pk_table, rows_in_bucket, tree_digest
 
 INT64_MAX = 2**63 - 1
 SIGNED = {"identifier"}

@@ -22,7 +22,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from coordinator.services import Services
-from tests.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows
+from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows
 
 FIELDS = {"dt": "STRING", "id": "BIGINT"}
 KEEP_ONE = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"}

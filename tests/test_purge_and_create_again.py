@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from tests.paimon_files import (
+from tests.support.paimon_files import (
     create_table,
     file_names,
     pk_table,

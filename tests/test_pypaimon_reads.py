@@ -6,7 +6,14 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from tests.paimon_files import PaimonTable, commit, create_table, group_by_bucket, pypaimon_rows, sorted_rows
+from tests.support.paimon_files import (
+    PaimonTable,
+    commit,
+    create_table,
+    group_by_bucket,
+    pypaimon_rows,
+    sorted_rows,
+)
 
 STORES = ("local", "s3")
 

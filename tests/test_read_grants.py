@@ -14,9 +14,9 @@ import pytest
 from pypaimon.catalog.catalog_exception import TableNoPermissionException
 
 from coordinator.settings import Settings
-from tests.conftest import LiveServer, free_port
-from tests.paimon_files import PaimonTable, create_table
-from tests.rest_writers import CATALOG_NAME, read_rows, rest_catalog
+from tests.support.paimon_files import PaimonTable, create_table
+from tests.support.rest_writers import CATALOG_NAME, read_rows, rest_catalog
+from tests.support.served import LiveServer, free_port
 
 P = f"/v1/{CATALOG_NAME}"
 

@@ -11,7 +11,7 @@ from sqlalchemy import create_engine, update
 from coordinator.app import create_app
 from coordinator.db.models import SnapshotRow
 from coordinator.settings import Settings
-from tests.paimon_files import (
+from tests.support.paimon_files import (
     PaimonTable,
     create_table,
     delete_file,

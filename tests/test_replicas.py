@@ -3,7 +3,7 @@
 Each replica caches tables and keeps in-memory state per table; none of it may outlive what the database
 says the table is. Every test here starts real `coordinator serve` processes on a PostgreSQL database of
 its own, created and dropped by the test. The last tests put one replica in this process, so that a
-commit can be stalled at a chosen step (tests/pause.py) while another replica changes the table.
+commit can be stalled at a chosen step (tests/support/pause.py) while another replica changes the table.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from coordinator.settings import Settings
 from coordinator.usecases import commit_records
 from coordinator.usecases.commits import Committer
 from coordinator_client.models import CommitRequest
-from tests.databases import postgres_database
-from tests.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows
-from tests.pause import PausedCall
-from tests.served import ServedCoordinator
+from tests.support.databases import postgres_database
+from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows
+from tests.support.pause import PausedCall
+from tests.support.served import ServedCoordinator
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 

@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 from coordinator_client import CoordinatorClient
 from coordinator_client.models import BATCH_IDENTIFIER
-from tests.conftest import LiveServer
-from tests.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows, tree_digest
-from tests.rest_writers import create_rest_table, read_rows, rest_catalog
+from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows, tree_digest
+from tests.support.rest_writers import create_rest_table, read_rows, rest_catalog
+from tests.support.served import LiveServer
 
 STORES = ("local", "s3")
 FIELDS = {"dt": "STRING", "id": "BIGINT", "v": "STRING"}

@@ -25,9 +25,9 @@ from coordinator_client.format.manifest import (
     encode_manifest_list,
 )
 from coordinator_client.format.snapshot import Snapshot
-from tests.conftest import LiveServer
-from tests.paimon_files import read_bytes, read_text, tree_digest, write_bytes
-from tests.rest_writers import CATALOG_NAME, create_rest_table, rest_catalog, write_rows
+from tests.support.paimon_files import read_bytes, read_text, tree_digest, write_bytes
+from tests.support.rest_writers import CATALOG_NAME, create_rest_table, rest_catalog, write_rows
+from tests.support.served import LiveServer
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])
 AUTH = {"Authorization": "Bearer any-token"}

@@ -32,10 +32,9 @@ from coordinator_client.format.manifest_meta import manifest_file_meta
 from coordinator_client.format.manifest_model import EMPTY_ROW
 from coordinator_client.format.snapshot import CommitKind, Snapshot
 from coordinator_client.models import CommitRequest
-from tests.conftest import LiveServer
-from tests.paimon_files import PaimonTable, deletion_of, read_bytes, read_text, write_bytes
-from tests.pause import PausedCall
-from tests.rest_writers import (
+from tests.support.paimon_files import PaimonTable, deletion_of, read_bytes, read_text, write_bytes
+from tests.support.pause import PausedCall
+from tests.support.rest_writers import (
     CATALOG_NAME,
     create_rest_table,
     prepare,
@@ -43,6 +42,7 @@ from tests.rest_writers import (
     rest_catalog,
     write_rows,
 )
+from tests.support.served import LiveServer
 
 EVENTS = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])
 

@@ -9,11 +9,11 @@ import pytest
 
 from coordinator.usecases.snapshot_acceptance import REBASE_APPENDS
 from coordinator_client.format.snapshot import Snapshot
-from tests import rest_writer_process
-from tests.conftest import LiveServer
-from tests.paimon_files import read_text
-from tests.rest_writer_process import SCHEMA
-from tests.rest_writers import create_rest_table, read_rows, rest_catalog
+from tests.support import rest_writer_process
+from tests.support.paimon_files import read_text
+from tests.support.rest_writer_process import SCHEMA
+from tests.support.rest_writers import create_rest_table, read_rows, rest_catalog
+from tests.support.served import LiveServer
 
 STORES = ("local", "s3")
 WRITERS = 4

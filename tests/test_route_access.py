@@ -20,9 +20,9 @@ import pytest
 from fastapi.routing import iter_route_contexts
 
 from coordinator.settings import Settings
-from tests.conftest import LiveServer
-from tests.paimon_files import PaimonTable, create_table, pypaimon_rows, tree_digest
-from tests.rest_writers import CATALOG_NAME
+from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows, tree_digest
+from tests.support.rest_writers import CATALOG_NAME
+from tests.support.served import LiveServer
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 MARKER = "<!-- route-access-table -->"

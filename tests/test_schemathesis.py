@@ -5,7 +5,7 @@ fuzzing, stateful sequences over the links it infers), a fixed seed and a bounde
 
 No answer may be a 5xx (but a 501 its operation documents: a part of Paimon's protocol not served, such
 as a data token for a warehouse not on S3), and no refused request (4xx) may change the warehouse's
-files or a table's rows (tests/schemathesis_hooks.py looks at both around every call). Every table
+files or a table's rows (tests/support/schemathesis_hooks.py looks at both around every call). Every table
 route is pointed at a real table with a snapshot (`table_id`, and `prefix`/`database`/`table` under
 /v1), created again by the hooks whenever a call dropped it; the other parameters are generated.
 """
@@ -24,8 +24,8 @@ import httpx
 import pytest
 
 from coordinator.settings import Settings
-from tests.conftest import LiveServer
-from tests.paimon_files import PaimonTable, rows_in_bucket, table_request
+from tests.support.paimon_files import PaimonTable, rows_in_bucket, table_request
+from tests.support.served import LiveServer
 
 ROOT = Path(__file__).parent.parent
 SEED = 28
@@ -105,9 +105,9 @@ def test_no_request_is_a_5xx_and_no_refused_one_changes_anything(
             cwd=tmp_path,
             env={
                 **os.environ,
-                # The hooks module is tests/schemathesis_hooks.py of this checkout.
+                # The hooks module is tests/support/schemathesis_hooks.py of this checkout.
                 "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-                "SCHEMATHESIS_HOOKS": "tests.schemathesis_hooks",
+                "SCHEMATHESIS_HOOKS": "tests.support.schemathesis_hooks",
                 "FUZZ_SERVER_URL": server.url,
                 "FUZZ_WAREHOUSE": warehouse_location,
                 "FUZZ_DATABASE_URL": database_url,
@@ -131,7 +131,7 @@ def test_no_request_is_a_5xx_and_no_refused_one_changes_anything(
 def test_the_check_on_refused_requests_can_fail() -> None:
     """The check the run relies on refuses a 4xx that changed a file or a row; a 409 may record its
     rejection in the history, not touch a file."""
-    from tests import schemathesis_hooks as hooks
+    from tests.support import schemathesis_hooks as hooks
 
     case = SimpleNamespace(id="case-1")
     refused, conflict = SimpleNamespace(status_code=422), SimpleNamespace(status_code=409)

@@ -10,8 +10,8 @@ import pytest
 
 from coordinator_client import AsyncCoordinatorClient, CoordinatorClient, NotFound
 from coordinator_client.models import FileListResponse, SequenceNumbersResponse
-from tests.conftest import LiveServer
-from tests.paimon_files import PaimonTable, create_table, group_by_bucket
+from tests.support.paimon_files import PaimonTable, create_table, group_by_bucket
+from tests.support.served import LiveServer
 
 Highest = dict[tuple[str, int], int]
 

@@ -15,9 +15,9 @@ from coordinator.clock import Clock
 from coordinator.errors import NotSupported, StorageUnavailable
 from coordinator.storage.session_credentials import TableSessions, renew_below, table_policy
 from coordinator.storage.sigv4 import AwsKey
-from tests.conftest import free_port
-from tests.s3_requests import s3_call
-from tests.seaweed import ACCESS_KEY, BUCKET, REGION, SECRET_KEY, SeaweedFS
+from tests.support.s3_requests import s3_call
+from tests.support.seaweed import ACCESS_KEY, BUCKET, REGION, SECRET_KEY, SeaweedFS
+from tests.support.served import free_port
 
 pytestmark = pytest.mark.s3
 ADMIN = AwsKey(ACCESS_KEY, SECRET_KEY)

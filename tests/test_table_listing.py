@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from coordinator_client import BadRequest, CoordinatorClient
-from tests.conftest import LiveServer
-from tests.paimon_files import create_table, tree_digest
+from tests.support.paimon_files import create_table, tree_digest
+from tests.support.served import LiveServer
 
 NAMES = {
     "alpha": ["a_1", "a_2", "ab", "abc", "b", "orders", "orders_2024", "orders_2025"],

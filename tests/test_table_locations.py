@@ -25,8 +25,7 @@ from coordinator.app import create_app
 from coordinator.db.migrate import alembic_config, upgrade
 from coordinator.domain.locations import location_key
 from coordinator.settings import Settings
-from tests.conftest import LiveServer
-from tests.paimon_files import (
+from tests.support.paimon_files import (
     PaimonTable,
     commit,
     create_table,
@@ -34,6 +33,7 @@ from tests.paimon_files import (
     sorted_rows,
     table_request,
 )
+from tests.support.served import LiveServer
 
 FIELDS = {"dt": "STRING", "id": "BIGINT"}
 

@@ -23,10 +23,10 @@ import pyarrow as pa
 import pytest
 
 from coordinator_client.format.manifest import FileKind, ManifestEntry
-from tests.conftest import LiveServer
-from tests.hostile_snapshots import AUTH, RestTable, renamed
-from tests.paimon_files import PaimonTable, file_exists, tree_digest, write_bytes
-from tests.rest_writers import CATALOG_NAME, create_rest_table, read_rows, rest_catalog, write_rows
+from tests.support.hostile_snapshots import AUTH, RestTable, renamed
+from tests.support.paimon_files import PaimonTable, file_exists, tree_digest, write_bytes
+from tests.support.rest_writers import CATALOG_NAME, create_rest_table, read_rows, rest_catalog, write_rows
+from tests.support.served import LiveServer
 
 STORES = ("local", "s3")
 

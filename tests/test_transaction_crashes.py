@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.paimon_files import PaimonTable, create_table, file_exists, pypaimon_rows
-from tests.served import ServedCoordinator
+from tests.support.paimon_files import PaimonTable, create_table, file_exists, pypaimon_rows
+from tests.support.served import ServedCoordinator
 
 pytestmark = pytest.mark.slow
 

@@ -18,8 +18,8 @@ import httpx
 import pytest
 
 from coordinator_client import CoordinatorClient
-from tests.paimon_files import PaimonTable, create_table, pypaimon_rows
-from tests.served import ServedCoordinator, emptied_replicas
+from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows
+from tests.support.served import ServedCoordinator, emptied_replicas
 
 pytestmark = pytest.mark.slow
 

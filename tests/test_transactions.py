@@ -19,8 +19,7 @@ from fastapi.testclient import TestClient
 from coordinator.services import Services
 from coordinator.usecases.commit_records import commit_point
 from coordinator_client.models import TransactionRequest
-from tests.conftest import LiveServer
-from tests.paimon_files import (
+from tests.support.paimon_files import (
     PaimonTable,
     create_table,
     deletion_of,
@@ -30,7 +29,8 @@ from tests.paimon_files import (
     sorted_rows,
     tree_digest,
 )
-from tests.pause import PausedCall
+from tests.support.pause import PausedCall
+from tests.support.served import LiveServer
 
 Changes = list[tuple[PaimonTable, list[dict[str, Any]]]]
 

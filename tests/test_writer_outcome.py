@@ -2,8 +2,8 @@
 the data files it wrote only after the coordinator decided against the commit; when the answer is lost it
 asks what became of the commit, and keeps the files while nobody can say.
 
-Failures are real: the answer is held in the server after the commit stands (tests/held_answer.py) past
-the client's timeout, the server is stopped while it holds, a real SIGINT lands while the commit request
+Failures are real: the answer is held in the server after the commit stands (tests/support/held_answer.py)
+past the client's timeout, the server is stopped while it holds, a real SIGINT lands while the commit request
 is out, and the rejections are the coordinator's own (a moved base snapshot, an unknown partition key).
 """
 
@@ -30,9 +30,9 @@ from coordinator_client import (
 from coordinator_client.spark.committing import commit_written, messages
 from coordinator_client.spark.data_files import WrittenFile, file_prefix
 from coordinator_client.spark.layout import SparkTable
-from tests.conftest import LiveServer
-from tests.held_answer import HeldAnswer
-from tests.paimon_files import PaimonTable, create_table, file_exists, pypaimon_rows
+from tests.support.held_answer import HeldAnswer
+from tests.support.paimon_files import PaimonTable, create_table, file_exists, pypaimon_rows
+from tests.support.served import LiveServer
 
 FIELDS = {"dt": "STRING", "id": "BIGINT"}
 LOST_ANSWER_TIMEOUT = 2.0

@@ -17,7 +17,7 @@ from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest
 from coordinator_client.format.binary_row import encode_row
 from coordinator_client.format.manifest import FileKind, ManifestEntry, SimpleStats
-from tests.domain.builders import (
+from tests.support.builders import (
     ADD,
     DELETE,
     append_shape,

@@ -15,7 +15,7 @@ import pytest
 from coordinator.domain.conflicts import Conflict, KeyDecoder, check_base_snapshot, check_conflicts
 from coordinator.domain.live_files import LiveFiles
 from coordinator_client.format.manifest import ManifestEntry
-from tests.domain.builders import ADD, DELETE, deleted, entry, live, pk_shape
+from tests.support.builders import ADD, DELETE, deleted, entry, live, pk_shape
 
 DECODE_KEY: KeyDecoder = pk_shape().decode_key
 

@@ -19,7 +19,7 @@ from coordinator_client.format.manifest import (
     ManifestFileMeta,
 )
 from coordinator_client.format.manifest_meta import manifest_file_meta, partition_stats
-from tests.domain.builders import ADD, DELETE, append_shape, entry
+from tests.support.builders import ADD, DELETE, append_shape, entry
 
 ENTRY_SIZE = 10
 TARGET = 100

@@ -12,7 +12,7 @@ from coordinator_client.format.binary_row import encode_row
 from coordinator_client.format.manifest import FileKind, ManifestEntry
 from coordinator_client.format.snapshot import CommitKind
 from coordinator_client.models import CommitRequest
-from tests.domain.builders import ADD, DELETE, append_shape, data_file, deleted, entry, live, shape
+from tests.support.builders import ADD, DELETE, append_shape, data_file, deleted, entry, live, shape
 
 APPEND_SHAPE = append_shape()
 A1 = entry(ADD, "a1.parquet", dt="a")

@@ -19,7 +19,7 @@ from coordinator.errors import InvalidRequest, PathOutsideTable
 from coordinator_client.format.binary_row import EMPTY_ROW
 from coordinator_client.format.manifest import FileKind, ManifestEntry, SimpleStats
 from coordinator_client.format.manifest_meta import manifest_file_meta
-from tests.domain.builders import ADD, append_shape, entry, key, partition, pk_shape, shape
+from tests.support.builders import ADD, append_shape, entry, key, partition, pk_shape, shape
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ from coordinator_client.format.snapshot import (
     format_hint,
     snapshot_file_name,
 )
-from tests.domain.builders import ADD, append_shape, entry
+from tests.support.builders import ADD, append_shape, entry
 
 from ._pypaimon_table import EXPECTED_ROWS, PypaimonTable, build_pk_table, read_rows
 

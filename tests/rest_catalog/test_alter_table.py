@@ -12,9 +12,9 @@ from pypaimon.catalog.catalog_exception import TableNotExistException
 from pypaimon.schema.data_types import AtomicType
 from pypaimon.schema.schema_change import SchemaChange
 
-from tests.conftest import LiveServer
-from tests.paimon_files import file_exists, tree_digest
-from tests.rest_writers import CATALOG_NAME, create_rest_table, read_rows, rest_catalog, write_rows
+from tests.support.paimon_files import file_exists, tree_digest
+from tests.support.rest_writers import CATALOG_NAME, create_rest_table, read_rows, rest_catalog, write_rows
+from tests.support.served import LiveServer
 
 BEFORE = pa.schema([("id", pa.int64()), ("v", pa.string())])
 AFTER = pa.schema([("id", pa.int64()), ("v", pa.string()), ("score", pa.float64())])

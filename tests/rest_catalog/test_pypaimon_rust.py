@@ -10,9 +10,9 @@ import httpx
 from pypaimon_rust.datafusion import SQLContext
 
 from coordinator_client import CoordinatorClient
-from tests.conftest import LiveServer
-from tests.paimon_files import PaimonTable
-from tests.rest_writers import CATALOG_NAME, read_rows, rest_catalog
+from tests.support.paimon_files import PaimonTable
+from tests.support.rest_writers import CATALOG_NAME, read_rows, rest_catalog
+from tests.support.served import LiveServer
 
 INSERTS = [
     [{"id": 1, "dt": "a", "amount": 1.5}, {"id": 2, "dt": "b", "amount": 2.5}],

@@ -12,9 +12,9 @@ import pyarrow as pa
 import pytest
 
 from coordinator.settings import Settings
-from tests.conftest import LiveServer
-from tests.paimon_files import tree_digest
-from tests.rest_writers import CATALOG_NAME, create_rest_table, read_rows, rest_catalog, write_rows
+from tests.support.paimon_files import tree_digest
+from tests.support.rest_writers import CATALOG_NAME, create_rest_table, read_rows, rest_catalog, write_rows
+from tests.support.served import LiveServer
 
 SCHEMA = pa.schema([("id", pa.int64())])
 P = f"/v1/{CATALOG_NAME}"

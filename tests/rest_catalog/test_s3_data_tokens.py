@@ -16,9 +16,9 @@ import pytest
 
 from coordinator.access.tokens import TokenStore
 from coordinator.db.engine import make_engine
-from tests.rest_writers import CATALOG_NAME
-from tests.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
-from tests.served import ServedCoordinator
+from tests.support.rest_writers import CATALOG_NAME
+from tests.support.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
+from tests.support.served import ServedCoordinator
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -25,13 +25,12 @@ from coordinator.db.engine import make_engine
 from coordinator.errors import NotSupported
 from coordinator.settings import Settings
 from coordinator.storage.vended_credentials import DataTokens
-from tests.conftest import free_port
-from tests.paimon_files import table_request
 from tests.rest_catalog.table_client_process import SCHEMA
-from tests.rest_writers import CATALOG_NAME, create_rest_table, rest_catalog, write_rows
-from tests.s3_requests import s3_call, vended_key
-from tests.seaweed import ACCESS_KEY, BUCKET, REGION, SECRET_KEY, SeaweedFS
-from tests.served import ServedCoordinator
+from tests.support.paimon_files import table_request
+from tests.support.rest_writers import CATALOG_NAME, create_rest_table, rest_catalog, write_rows
+from tests.support.s3_requests import s3_call, vended_key
+from tests.support.seaweed import ACCESS_KEY, BUCKET, REGION, SECRET_KEY, SeaweedFS
+from tests.support.served import ServedCoordinator, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DENIED = (403, "AccessDenied")

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from coordinator_client import CoordinatorClient
 from coordinator_client.spark import write
-from tests.paimon_files import create_table
+from tests.support.paimon_files import create_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.conftest import LiveServer, fresh_database
-from tests.paimon_files import pypaimon_table
 from tests.spark.tables import data_files_on_storage
+from tests.support.databases import fresh_database
+from tests.support.paimon_files import pypaimon_table
+from tests.support.served import LiveServer
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -15,13 +15,13 @@ import pytest
 
 from coordinator_client import CoordinatorClient
 from coordinator_client.spark import compact, read, write
-from tests.paimon_files import create_table, pypaimon_table
 from tests.spark.tables import (
     assert_same_rows,
     data_files_on_storage,
     data_files_referenced,
     spark_frame,
 )
+from tests.support.paimon_files import create_table, pypaimon_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

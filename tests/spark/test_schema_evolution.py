@@ -14,8 +14,8 @@ import pytest
 
 from coordinator_client import CoordinatorClient
 from coordinator_client.spark import compact, read, write
-from tests.paimon_files import create_table, pypaimon_table
 from tests.spark.tables import assert_same_rows
+from tests.support.paimon_files import create_table, pypaimon_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

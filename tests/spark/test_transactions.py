@@ -10,9 +10,9 @@ import pytest
 
 from coordinator_client import CoordinatorClient
 from coordinator_client.spark import transaction
-from tests.conftest import LiveServer
-from tests.paimon_files import create_table, pypaimon_rows
 from tests.spark.tables import data_files_on_storage, data_files_referenced
+from tests.support.paimon_files import create_table, pypaimon_rows
+from tests.support.served import LiveServer
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -1,20 +1,85 @@
-"""`coordinator serve` in an OS process of its own, as a deployment runs it: for tests of what only a
-real process shows (replicas, start-up, its log)."""
+"""The coordinator served for a test: `LiveServer`, uvicorn in a thread of the test's process, and
+`ServedCoordinator`, `coordinator serve` in an OS process of its own, as a deployment runs it, for
+tests of what only a real process shows (replicas, start-up, its log)."""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
+import uvicorn
 from sqlalchemy import create_engine, text
 
-from tests.conftest import OWNED_TABLES, free_port, wait_healthy
-from tests.processes import stop_process
+from coordinator.app import create_app
+from coordinator.services import Services
+from coordinator.settings import Settings
+from tests.support.databases import OWNED_TABLES
+from tests.support.processes import stop_process
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_healthy(url: str, process: subprocess.Popen[Any] | None = None, seconds: float = 60) -> None:
+    """Until GET /health answers 200; fails early if the server's `process` exited."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert process is None or process.poll() is None, "coordinator exited at start"
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise TimeoutError(f"coordinator at {url} did not become healthy")
+
+
+class LiveServer:
+    """A real uvicorn server on a free loopback port, in a thread of this process."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.app = create_app(settings)
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> LiveServer:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.01)
+        return self
+
+    @property
+    def url(self) -> str:
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    @property
+    def services(self) -> Services:
+        """The server's use cases, e.g. to play a second writer of the same instance."""
+        services: Services = self.app.state.services
+        return services
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=20)
+
 
 STOP_AT = """
 import sys, threading, time

@@ -27,7 +27,7 @@ from coordinator_client.format.bucket import bucket_of
 from coordinator_client.format.partition_path import partition_path
 from coordinator_client.format.types import parse_type
 from coordinator_client.spark.layout import arrow_type, filesystem
-from tests.seaweed import pypaimon_options
+from tests.support.seaweed import pypaimon_options
 
 if TYPE_CHECKING:
     from fastapi.testclient import TestClient

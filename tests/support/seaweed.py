@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 import pyarrow.fs as pafs
 
-from tests.processes import stop_process
+from tests.support.processes import stop_process
 
 BUCKET = "bucket"
 ACCESS_KEY = "bench"

@@ -1,5 +1,6 @@
-"""One pypaimon REST writer as an OS process of its own: `python -m tests.rest_writer_process URL TABLE
-WRITER COMMITS` commits COMMITS one-row batches, row ids WRITER * 1000 + i, and prints how many it did."""
+"""One pypaimon REST writer as an OS process of its own:
+`python -m tests.support.rest_writer_process URL TABLE WRITER COMMITS` commits COMMITS one-row batches,
+row ids WRITER * 1000 + i, and prints how many it did."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from tests.rest_writers import rest_catalog, write_rows
+from tests.support.rest_writers import rest_catalog, write_rows
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("writer", pa.int32())])
 
@@ -24,7 +25,7 @@ def main(url: str, table_id: str, writer: int, commits: int) -> None:
 def start(url: str, table_id: str, writer: int, commits: int) -> subprocess.Popen[str]:
     """The writer started as a process of its own, its output piped."""
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.rest_writer_process", url, table_id, str(writer), str(commits)],
+        [sys.executable, "-m", "tests.support.rest_writer_process", url, table_id, str(writer), str(commits)],
         cwd=Path(__file__).parent.parent,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -10,7 +10,7 @@ from urllib.parse import quote
 import httpx
 
 from coordinator.storage.sigv4 import AwsKey, signed_headers
-from tests.seaweed import BUCKET, REGION
+from tests.support.seaweed import BUCKET, REGION
 
 
 def s3_call(

@@ -26,8 +26,8 @@ from coordinator_client.format.manifest import (
 )
 from coordinator_client.format.manifest_meta import manifest_file_meta
 from coordinator_client.format.snapshot import Snapshot
-from tests.paimon_files import read_bytes, read_text, write_bytes
-from tests.rest_writers import CATALOG_NAME
+from tests.support.paimon_files import read_bytes, read_text, write_bytes
+from tests.support.rest_writers import CATALOG_NAME
 
 AUTH = {"Authorization": "Bearer any-token"}
 

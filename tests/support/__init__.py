@@ -1,0 +1,3 @@
+"""What the tests share: servers in a thread or a process, databases, object stores, Paimon files
+written as a writer would, pypaimon as the reader, and the doubles of outside systems. Nothing here is a
+test; tests/<package>/ holds the tests, each beside the code it tests."""
