@@ -1,8 +1,8 @@
 """The conflict matrix of `coordinator.domain.conflicts`, one row per case, without a server.
 
 Each row is (live files, delta, check options) -> the conflict type and the winning snapshot it names,
-or None when the delta applies. The id states the expected outcome. tests/test_conflicts.py keeps the
-same rules over HTTP, with pypaimon as the reader.
+or None when the delta applies. The id states the expected outcome. tests/commit/test_conflicts.py keeps
+the same rules over HTTP, with pypaimon as the reader.
 """
 
 from __future__ import annotations

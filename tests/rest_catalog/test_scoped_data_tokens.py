@@ -26,13 +26,13 @@ from coordinator.errors import NotSupported
 from coordinator.settings import Settings
 from coordinator.storage.vended_credentials import DataTokens
 from tests.rest_catalog.table_client_process import SCHEMA
+from tests.support import REPO
 from tests.support.paimon_files import table_request
 from tests.support.rest_writers import CATALOG_NAME, create_rest_table, rest_catalog, write_rows
 from tests.support.s3_requests import s3_call, vended_key
 from tests.support.seaweed import ACCESS_KEY, BUCKET, REGION, SECRET_KEY, SeaweedFS
 from tests.support.served import ServedCoordinator, free_port
 
-ROOT = Path(__file__).resolve().parents[2]
 DENIED = (403, "AccessDenied")
 ROWS = [{"dt": "a", "id": 1}, {"dt": "a", "id": 3}, {"dt": "b", "id": 2}]
 
@@ -70,7 +70,7 @@ def pypaimon_process(url: str, token: str, table: str, mode: str, home: Path) ->
     done = subprocess.run(
         [sys.executable, "-m", "tests.rest_catalog.table_client_process", url, token, table, mode],
         env={**clean, "HOME": str(home)},
-        cwd=ROOT,
+        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=300,

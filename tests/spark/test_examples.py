@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.spark.tables import data_files_on_storage
+from tests.support import REPO
 from tests.support.databases import fresh_database
 from tests.support.paimon_files import pypaimon_table
 from tests.support.served import LiveServer
@@ -19,7 +20,7 @@ from tests.support.served import LiveServer
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = REPO / "examples"
 
 
 @pytest.fixture

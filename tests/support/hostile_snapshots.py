@@ -2,7 +2,7 @@
 
 The writer does what Paimon's REST protocol lets any writer do: it writes manifests and manifest lists
 into its own table's `manifest/` folder, then POSTs a snapshot that names them. They are written with
-the project's own encoders (format.manifest), as tests/test_rest_commits.py writes a Java-style
+the project's own encoders (format.manifest), as tests/rest_catalog/test_commits.py writes a Java-style
 snapshot; each proposal builds on the table's real head, so only what it breaks can refuse it.
 """
 

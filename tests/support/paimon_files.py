@@ -270,24 +270,6 @@ def tree_digest(root: Path | str) -> dict[str, str]:
     return digest
 
 
-def commit(
-    api: TestClient, table: PaimonTable, messages: list[dict[str, Any]], **body: Any
-) -> list[dict[str, Any]]:
-    """POST a batch commit of `messages` that must succeed; returns its snapshots."""
-    response = api.post(
-        f"/tables/{table.id}/commits",
-        json={
-            "commitUser": f"job-{uuid.uuid4()}",
-            "identifier": body.pop("identifier", 2**63 - 1),
-            "messages": messages,
-            **body,
-        },
-    )
-    assert response.status_code == 201, response.text
-    snapshots: list[dict[str, Any]] = response.json()["snapshots"]
-    return snapshots
-
-
 # Store-neutral looks at storage: a local path or an S3 URI, through the same pyarrow filesystem the
 # writers above use, so a test inspects a table the same way on either store.
 

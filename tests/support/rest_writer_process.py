@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pyarrow as pa
 
+from tests.support import REPO
 from tests.support.rest_writers import rest_catalog, write_rows
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("writer", pa.int32())])
@@ -26,7 +26,7 @@ def start(url: str, table_id: str, writer: int, commits: int) -> subprocess.Pope
     """The writer started as a process of its own, its output piped."""
     return subprocess.Popen(
         [sys.executable, "-m", "tests.support.rest_writer_process", url, table_id, str(writer), str(commits)],
-        cwd=Path(__file__).parent.parent,
+        cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -1,5 +1,5 @@
-"""Schemathesis hooks and checks, loaded by the `schemathesis run` that tests/test_schemathesis.py starts
-(SCHEMATHESIS_HOOKS): every call reaches a real table, and a refused request (4xx) changes nothing.
+"""Schemathesis hooks and checks, loaded by the `schemathesis run` that tests/api/test_schemathesis.py
+starts (SCHEMATHESIS_HOOKS): every call reaches a real table, and a refused request (4xx) changes nothing.
 
 Before each call the fuzzed table is created again if an earlier call dropped it; the warehouse (every
 file, its size and modification time) and the database rows that are a table's state (tables,

@@ -1,4 +1,5 @@
-"""ALTER TABLE through the native API and the client, on SQLite and PostgreSQL, local disk and S3.
+"""ALTER TABLE through every door: the native API, the client and its command, and Paimon's REST catalog
+(`POST {T}`, as pypaimon sends it), on SQLite and PostgreSQL, local disk and S3.
 
 Rows written before and after an alter are read back by pypaimon, the independent judge of the format:
 old files read a column added since as null, a renamed column by its field id, a widened one cast. A
@@ -13,8 +14,14 @@ import uuid
 from decimal import Decimal
 from typing import Any
 
+import httpx
+import pyarrow as pa
 import pytest
 from fastapi.testclient import TestClient
+from pypaimon.api.rest_exception import BadRequestException
+from pypaimon.catalog.catalog_exception import TableNotExistException
+from pypaimon.schema.data_types import AtomicType
+from pypaimon.schema.schema_change import SchemaChange
 from sqlalchemy import select
 
 from coordinator.db.models import TableRow
@@ -23,10 +30,11 @@ from coordinator.usecases.commits import Committer
 from coordinator_client import AsyncCoordinatorClient, BadRequest, CoordinatorClient
 from coordinator_client.cli import main
 from coordinator_client.models import AddColumn, AlterTableRequest, CommitRequest, Move, RenameColumn
+from tests.support.commits import commit
 from tests.support.paimon_files import (
     PaimonTable,
-    commit,
     create_table,
+    file_exists,
     file_names,
     pypaimon_rows,
     read_text,
@@ -34,6 +42,7 @@ from tests.support.paimon_files import (
     tree_digest,
 )
 from tests.support.pause import PausedCall
+from tests.support.rest_writers import CATALOG_NAME, create_rest_table, read_rows, rest_catalog, write_rows
 from tests.support.served import LiveServer
 
 STORES = ("local", "s3")
@@ -335,8 +344,6 @@ def test_the_body_pypaimon_sends_to_a_rest_catalog_alters_the_table(api: TestCli
     kind it can serialise, is read by our model and applied."""
     from pypaimon.api.api_request import AlterTableRequest as PypaimonAlter
     from pypaimon.common.json_util import JSON
-    from pypaimon.schema.data_types import AtomicType
-    from pypaimon.schema.schema_change import SchemaChange
 
     table = create_table(api, "alter", f"rest_{uuid.uuid4().hex[:6]}", {"id": "INT NOT NULL", "v": "STRING"})
     changes = [
@@ -365,3 +372,48 @@ def test_the_body_pypaimon_sends_to_a_rest_catalog_alters_the_table(api: TestCli
     assert (schema["comment"], schema["options"]["snapshot.num-retained.max"]) == ("from pypaimon", "50")
     stored = json.loads(read_text(f"{table.location}/schema/schema-1"))
     assert stored["highestFieldId"] == 3  # tmp took id 3 and went
+
+
+# Through Paimon's REST catalog: pypaimon adds a column and sets an option, the coordinator writes the
+# next schema, and rows written before and after read in the new schema. Refusals change nothing.
+BEFORE = pa.schema([("id", pa.int64()), ("v", pa.string())])
+AFTER = pa.schema([("id", pa.int64()), ("v", pa.string()), ("score", pa.float64())])
+AUTH = {"Authorization": "Bearer any-token"}
+
+
+@pytest.mark.stores("local")
+def test_a_column_added_through_rest_reads_null_in_old_rows(
+    live_server: LiveServer, http: httpx.Client
+) -> None:
+    catalog = rest_catalog(live_server.url)
+    create_rest_table(catalog, "db.events", BEFORE)
+    write_rows(catalog.get_table("db.events"), pa.Table.from_pylist([{"id": 1, "v": "old"}], schema=BEFORE))
+
+    catalog.alter_table(
+        "db.events",
+        [
+            SchemaChange.add_column("score", AtomicType("DOUBLE"), "a new column"),
+            SchemaChange.set_option("k", "v"),
+        ],
+    )
+    got = http.get(f"/v1/{CATALOG_NAME}/databases/db/tables/events", headers=AUTH).json()
+    assert got["schemaId"] == 1
+    assert [f["name"] for f in got["schema"]["fields"]] == ["id", "v", "score"]
+    assert got["schema"]["options"]["k"] == "v"
+    location = http.get("/tables/db.events").json()["location"]
+    assert file_exists(f"{location}/schema/schema-1")
+
+    table = catalog.get_table("db.events")
+    write_rows(table, pa.Table.from_pylist([{"id": 2, "v": "new", "score": 0.5}], schema=AFTER))
+    assert read_rows(catalog.get_table("db.events")) == [
+        {"id": 1, "v": "old", "score": None},
+        {"id": 2, "v": "new", "score": 0.5},
+    ]
+    assert http.get("/tables/db.events/commits").json()["commits"][1]["action"] == "alter-table"
+
+    before = (tree_digest(location), http.get("/tables/db.events").json())
+    with pytest.raises(BadRequestException, match="changes"):
+        catalog.alter_table("db.events", [SchemaChange.drop_column("nope")])
+    with pytest.raises(TableNotExistException):
+        catalog.alter_table("db.nowhere", [SchemaChange.set_option("k", "v")])
+    assert (tree_digest(location), http.get("/tables/db.events").json()) == before

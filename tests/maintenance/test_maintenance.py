@@ -18,10 +18,10 @@ from fastapi.testclient import TestClient
 
 from coordinator.services import Services
 from coordinator_client.models import CommitRequest
+from tests.support.commits import commit
 from tests.support.paimon_files import (
     S3_OLD_S,
     PaimonTable,
-    commit,
     create_table,
     file_exists,
     file_names,

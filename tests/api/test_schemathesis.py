@@ -24,10 +24,10 @@ import httpx
 import pytest
 
 from coordinator.settings import Settings
+from tests.support import REPO
 from tests.support.paimon_files import PaimonTable, rows_in_bucket, table_request
 from tests.support.served import LiveServer
 
-ROOT = Path(__file__).parent.parent
 SEED = 28
 MAX_EXAMPLES = 12
 """Per operation and phase; with the coverage phase's boundary cases, about six thousand calls."""
@@ -106,7 +106,7 @@ def test_no_request_is_a_5xx_and_no_refused_one_changes_anything(
             env={
                 **os.environ,
                 # The hooks module is tests/support/schemathesis_hooks.py of this checkout.
-                "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+                "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
                 "SCHEMATHESIS_HOOKS": "tests.support.schemathesis_hooks",
                 "FUZZ_SERVER_URL": server.url,
                 "FUZZ_WAREHOUSE": warehouse_location,

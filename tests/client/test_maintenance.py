@@ -29,6 +29,7 @@ from coordinator_client import (
     NotFound,
 )
 from coordinator_client.cli import main
+from tests.support import REPO
 from tests.support.paimon_files import (
     PaimonTable,
     create_table,
@@ -44,7 +45,6 @@ from tests.support.served import LiveServer
 
 DT = "2024-01-01"
 USER = "ops-alice"
-REPO = Path(__file__).resolve().parents[1]
 TWO_DAYS = 2 * 86_400
 
 

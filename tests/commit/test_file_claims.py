@@ -25,9 +25,10 @@ from coordinator.settings import Settings
 from coordinator.storage.warehouse import open_warehouse
 from coordinator_client.models import CommitRequest
 from coordinator_client.spark.layout import arrow_type
+from tests.support.commits import commit
+from tests.support.databases import database_digest
 from tests.support.paimon_files import (
     PaimonTable,
-    commit,
     create_table,
     deletion_of,
     pypaimon_rows,
@@ -36,7 +37,6 @@ from tests.support.paimon_files import (
     tree_digest,
     write_bytes,
 )
-from tests.test_param_bounds import database_digest
 
 STORES = ("local", "s3")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from alembic import command
 from alembic.autogenerate import compare_metadata
@@ -14,8 +13,9 @@ from coordinator.db import repositories as repo
 from coordinator.db.migrate import alembic_config
 from coordinator.db.models import Base
 from coordinator.openapi_spec import openapi_document
+from tests.support import REPO
 
-SPEC = Path(__file__).resolve().parents[1] / "openapi" / "openapi.json"
+SPEC = REPO / "openapi" / "openapi.json"
 
 
 def test_the_commit_body_is_documented_by_name_though_the_route_reads_its_bytes() -> None:

@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 from coordinator.services import Services
 from coordinator.usecases.commit_records import commit_point
 from coordinator_client.models import TransactionRequest
+from tests.support.commits import Changes, commit, new_file, transaction, transaction_body
 from tests.support.paimon_files import (
     PaimonTable,
     create_table,
@@ -32,41 +33,12 @@ from tests.support.paimon_files import (
 from tests.support.pause import PausedCall
 from tests.support.served import LiveServer
 
-Changes = list[tuple[PaimonTable, list[dict[str, Any]]]]
-
-
-def transaction_body(changes: Changes, **body: Any) -> dict[str, Any]:
-    return {
-        "commitUser": body.pop("user", f"job-{uuid.uuid4()}"),
-        "identifier": body.pop("identifier", 1),
-        "tables": [{"table": t.id, "messages": m} for t, m in changes],
-        **body,
-    }
-
-
-def transaction(api: TestClient, changes: Changes, **body: Any) -> Any:
-    return api.post("/transactions", json=transaction_body(changes, **body))
-
 
 def held_at_commit_point(api: TestClient, changes: Changes, **body: Any) -> PausedCall[Any]:
     """The transaction running in the app's own use case, held as it reaches its commit point."""
     request = TransactionRequest.model_validate(transaction_body(changes, **body))
     services: Services = api.app.state.services  # type: ignore[attr-defined]
     return PausedCall(lambda: services.committer.transactions.commit(request), at=commit_point).start()
-
-
-def new_file(
-    table: PaimonTable, rows: list[dict[str, Any]], written: dict[str, Any] | None = None
-) -> list[dict[str, Any]]:
-    """The messages adding one primary-key file of `rows` (written here, unless given)."""
-    return [table.message(rows[0], newFiles=[written or table.pk_file(rows, first_sequence=0)])]
-
-
-def commit(api: TestClient, table: PaimonTable, messages: list[dict[str, Any]], user: str = "job") -> Any:
-    body = {"commitUser": f"{user}-{uuid.uuid4()}", "identifier": 1, "messages": messages}
-    response = api.post(f"/tables/{table.id}/commits", json=body)
-    assert response.status_code == 201, response.text
-    return response.json()
 
 
 def latest_id(api: TestClient, table: PaimonTable) -> int | None:
@@ -120,7 +92,7 @@ def test_a_conflict_on_the_second_table_changes_neither(api: TestClient) -> None
         api,
         customers,
         [customers.message(customer_rows[0], compactBefore=[deletion_of(level0)], compactAfter=[compacted])],
-        user="compactor",
+        commitUser=f"compactor-{uuid.uuid4()}",
     )
     order_rows = rows_in_bucket(orders, 0, range(10))
     order_file = orders.pk_file(order_rows, first_sequence=0)

@@ -22,7 +22,8 @@ from coordinator.db.models import LiveFileRow, LiveIndexRow
 from coordinator.db.repositories import live_files as index
 from coordinator.services import Services
 from coordinator.settings import Settings
-from tests.support.paimon_files import PaimonTable, commit, create_table, pypaimon_rows, sorted_rows
+from tests.support.commits import commit
+from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows
 
 FIELDS = {"dt": "STRING", "id": "BIGINT"}
 

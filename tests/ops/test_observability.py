@@ -17,6 +17,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from coordinator_client import Conflict, CoordinatorClient
+from tests.support import REPO
 from tests.support.paimon_files import PaimonTable, create_table
 from tests.support.served import ServedCoordinator
 
@@ -90,9 +91,7 @@ def test_metrics_count_the_commits_made(live_server: Any) -> None:
 
 
 def test_grafana_dashboard_queries_metrics_the_service_exports(live_server: Any) -> None:
-    dashboard = json.loads(
-        (Path(__file__).resolve().parents[1] / "examples" / "grafana-dashboard.json").read_text()
-    )
+    dashboard = json.loads((REPO / "examples" / "grafana-dashboard.json").read_text())
     with CoordinatorClient(live_server.url) as client:
         exported = {family.name for family in text_string_to_metric_families(client.metrics())}
     queries = [t["expr"] for panel in dashboard["panels"] for t in panel.get("targets", [])]

@@ -6,14 +6,8 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from tests.support.paimon_files import (
-    PaimonTable,
-    commit,
-    create_table,
-    group_by_bucket,
-    pypaimon_rows,
-    sorted_rows,
-)
+from tests.support.commits import commit
+from tests.support.paimon_files import PaimonTable, create_table, group_by_bucket, pypaimon_rows, sorted_rows
 
 STORES = ("local", "s3")
 

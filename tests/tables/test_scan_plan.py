@@ -23,7 +23,8 @@ from coordinator_client.format.binary_row import decode_row, encode_row
 from coordinator_client.format.manifest import ManifestFileMeta, decode_manifest, decode_manifest_list
 from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.format.types import parse_type
-from tests.support.paimon_files import PaimonTable, commit, create_table, deletion_of
+from tests.support.commits import commit
+from tests.support.paimon_files import PaimonTable, create_table, deletion_of
 from tests.support.served import LiveServer
 
 JSON_LINES = {"Accept": "application/x-ndjson"}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
+from tests.support.commits import commit, new_file
 from tests.support.paimon_files import (
     create_table,
     file_names,
@@ -17,7 +18,6 @@ from tests.support.paimon_files import (
     tree_digest,
     write_bytes,
 )
-from tests.test_transactions import commit, new_file
 
 STORES = ("local", "s3")
 

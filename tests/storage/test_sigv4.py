@@ -1,6 +1,6 @@
 """The SigV4 signer against AWS's published test vectors (aws-sig-v4-test-suite, 2015-08-30): a wrong
-canonical form, key derivation or final HMAC changes the signature. tests/test_session_credentials.py
-has it accepted by a real store."""
+canonical form, key derivation or final HMAC changes the signature.
+tests/storage/test_session_credentials.py has it accepted by a real store."""
 
 from __future__ import annotations
 

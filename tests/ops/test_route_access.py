@@ -20,11 +20,12 @@ import pytest
 from fastapi.routing import iter_route_contexts
 
 from coordinator.settings import Settings
+from tests.support import REPO
 from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows, tree_digest
 from tests.support.rest_writers import CATALOG_NAME
 from tests.support.served import LiveServer
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = REPO / "README.md"
 MARKER = "<!-- route-access-table -->"
 ROLES = (
     "admin",

@@ -25,14 +25,8 @@ from coordinator.app import create_app
 from coordinator.db.migrate import alembic_config, upgrade
 from coordinator.domain.locations import location_key
 from coordinator.settings import Settings
-from tests.support.paimon_files import (
-    PaimonTable,
-    commit,
-    create_table,
-    pypaimon_rows,
-    sorted_rows,
-    table_request,
-)
+from tests.support.commits import commit
+from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows, table_request
 from tests.support.served import LiveServer
 
 FIELDS = {"dt": "STRING", "id": "BIGINT"}

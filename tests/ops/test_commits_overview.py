@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
+from tests.support.commits import commit, new_file, transaction
 from tests.support.paimon_files import pk_table, rows_in_bucket
-from tests.test_transactions import commit, new_file, transaction
 
 
 def test_commits_of_one_table_list_every_table_of_a_transaction(api: TestClient) -> None:

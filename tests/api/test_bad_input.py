@@ -11,8 +11,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from coordinator.settings import Settings
+from tests.support.databases import database_digest
 from tests.support.paimon_files import PaimonTable, create_table, tree_digest
-from tests.test_param_bounds import database_digest
 
 Mutation = Callable[[dict[str, Any]], None]
 

@@ -20,12 +20,12 @@ from fastapi.routing import APIRoute, iter_route_contexts
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import create_engine, select
 
 from coordinator.app import create_app
-from coordinator.db.models import Base
 from coordinator.settings import Settings
-from tests.support.paimon_files import PaimonTable, commit, pk_table, rows_in_bucket, tree_digest
+from tests.support.commits import commit
+from tests.support.databases import database_digest
+from tests.support.paimon_files import PaimonTable, pk_table, rows_in_bucket, tree_digest
 
 INT64_MAX = 2**63 - 1
 SIGNED = {"identifier"}
@@ -106,19 +106,6 @@ def table(api: TestClient) -> PaimonTable:
     rows = rows_in_bucket(created, 0, range(20))
     commit(api, created, [created.message(rows[0], newFiles=[created.pk_file(rows, first_sequence=0)])])
     return created
-
-
-def database_digest(url: str) -> dict[str, list[str]]:
-    """Every row of every table the service owns, to show a request changed none."""
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            return {
-                name: sorted(repr(tuple(row)) for row in conn.execute(select(table)))
-                for name, table in Base.metadata.tables.items()
-            }
-    finally:
-        engine.dispose()
 
 
 def _valid(annotation: Any) -> str:

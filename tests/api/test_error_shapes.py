@@ -16,10 +16,10 @@ from coordinator.settings import Settings
 from coordinator_client import CoordinatorClient
 from coordinator_client.errors import NotFound
 from coordinator_client.models import SetOption
+from tests.support.commits import commit, new_file
+from tests.support.databases import database_digest
 from tests.support.paimon_files import PaimonTable, pk_table, rows_in_bucket, tree_digest
 from tests.support.served import LiveServer
-from tests.test_param_bounds import database_digest
-from tests.test_transactions import commit, new_file
 
 PAIMON_ERROR_KEYS = {"message", "resourceType", "resourceName", "code"}
 

@@ -25,7 +25,8 @@ from coordinator.app import create_app
 from coordinator.db.migrate import alembic_config
 from coordinator.services import Services
 from coordinator.settings import Settings
-from tests.support.paimon_files import PaimonTable, commit, create_table, pypaimon_rows
+from tests.support.commits import commit
+from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows
 from tests.support.served import LiveServer
 
 FIELDS = {"dt": "STRING", "id": "BIGINT", "v": "STRING"}

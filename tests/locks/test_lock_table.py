@@ -1,6 +1,6 @@
 """What only the lock table promises (exact epochs, the database clock) and the commit path's fencing.
 
-The behaviour every lock backend shares is in test_lock_contract.py.
+The behaviour every lock backend shares is in test_contract.py.
 """
 
 from __future__ import annotations
