@@ -17,6 +17,7 @@ from coordinator.app import create_app
 from coordinator.db.migrate import upgrade
 from coordinator.services import Services
 from coordinator.settings import Settings
+from coordinator_client import CoordinatorClient
 from tests.support.databases import fresh_database, postgres_database
 from tests.support.seaweed import BUCKET, SeaweedFS
 from tests.support.served import LiveServer
@@ -138,6 +139,26 @@ def live_server(settings: Settings) -> Iterator[LiveServer]:
 def http(live_server: LiveServer) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=live_server.url, timeout=60) as client:
         yield client
+
+
+@pytest.fixture
+def client(live_server: LiveServer) -> Iterator[CoordinatorClient]:
+    """The client package against the live server."""
+    with CoordinatorClient(live_server.url, timeout=60) as c:
+        yield c
+
+
+@pytest.fixture
+def secured(settings: Settings) -> Iterator[LiveServer]:
+    """A live server that requires tokens; the test creates the tokens it needs."""
+    with LiveServer(settings.model_copy(update={"require_tokens": True})) as server:
+        yield server
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The async tests run on asyncio (anyio's pytest plugin)."""
+    return "asyncio"
 
 
 CHROMIUM = Path("/usr/bin/chromium")

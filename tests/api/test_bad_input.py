@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from coordinator.settings import Settings
 from tests.support.databases import database_digest
-from tests.support.paimon_files import PaimonTable, create_table, tree_digest
+from tests.support.paimon_files import PaimonTable, pk_table, tree_digest
 
 Mutation = Callable[[dict[str, Any]], None]
 
@@ -139,15 +139,7 @@ CASES: list[tuple[str, Mutation, int, str | None]] = [
 
 @pytest.fixture
 def table(api: TestClient) -> PaimonTable:
-    return create_table(
-        api,
-        "sales",
-        "orders",
-        {"dt": "STRING", "id": "BIGINT", "v": "STRING"},
-        partitionKeys=["dt"],
-        primaryKeys=["dt", "id"],
-        options={"bucket": "2"},
-    )
+    return pk_table(api)
 
 
 def _valid_body(table: PaimonTable) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 from fastapi.testclient import TestClient
@@ -11,18 +12,12 @@ from fastapi.testclient import TestClient
 from coordinator.app import create_app
 from coordinator.settings import Settings
 from coordinator_client.models import FileListResponse, KeyStatsModel
+from tests.support.commits import append_commit
 from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows
 
 
-def _body(
-    table: PaimonTable, user: str, ident: int, row: dict[str, object], **extra: object
-) -> dict[str, object]:
-    return {
-        "commitUser": user,
-        "identifier": ident,
-        "messages": [table.message(row, newFiles=[table.append_file([row])])],
-        **extra,
-    }
+def _body(table: PaimonTable, user: str, ident: int, row: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return append_commit(table, [row], user=user, identifier=ident, **extra)
 
 
 def test_lock_held_past_the_acquire_timeout_is_a_503_with_retry_after(settings: Settings) -> None:

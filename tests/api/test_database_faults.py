@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -30,6 +29,7 @@ from coordinator.usecases.overwrite_watch import OverwriteWatch
 from coordinator_client.format.snapshot import Snapshot
 from coordinator_client.models import CommitRequest
 from tests.support import rest_writer_process
+from tests.support.commits import append_commit
 from tests.support.paimon_files import PaimonTable, create_table, read_text
 from tests.support.pause import PausedCall
 from tests.support.private_postgres import PrivatePostgres, private_postgres
@@ -64,12 +64,7 @@ def settings(database: PrivatePostgres, warehouse: Path, **more: Any) -> Setting
 
 def native_commit(table: PaimonTable, row_id: int) -> dict[str, Any]:
     """A commit of one new data file (on storage) holding one row."""
-    row = {"id": row_id, "writer": 0}
-    return {
-        "commitUser": f"job-{uuid.uuid4()}",
-        "identifier": 1,
-        "messages": [table.message(row, newFiles=[table.append_file([row])])],
-    }
+    return append_commit(table, [{"id": row_id, "writer": 0}], identifier=1)
 
 
 def rest_resend(http: httpx.Client, table_id: str, snapshot_id: int) -> dict[str, Any]:

@@ -4,23 +4,15 @@ the service (the pinned fastapi-offline package's files), never from a CDN, also
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
 from playwright.sync_api import Browser, Route, expect
 
-from coordinator.settings import Settings
 from tests.support.served import LiveServer
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
-
-
-@pytest.fixture
-def secured(settings: Settings) -> Iterator[LiveServer]:
-    with LiveServer(settings.model_copy(update={"require_tokens": True})) as server:
-        yield server
 
 
 def test_docs_pages_load_only_what_the_service_serves(secured: LiveServer) -> None:

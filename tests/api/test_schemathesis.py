@@ -25,20 +25,13 @@ import pytest
 
 from coordinator.settings import Settings
 from tests.support import REPO
-from tests.support.paimon_files import PaimonTable, rows_in_bucket, table_request
+from tests.support.paimon_files import PaimonTable, pk_table_request, rows_in_bucket
 from tests.support.served import LiveServer
 
 SEED = 28
 MAX_EXAMPLES = 12
 """Per operation and phase; with the coverage phase's boundary cases, about six thousand calls."""
-TABLE = table_request(
-    "sales",
-    "orders",
-    {"dt": "STRING", "id": "BIGINT", "v": "STRING"},
-    partitionKeys=["dt"],
-    primaryKeys=["dt", "id"],
-    options={"bucket": "2"},
-)
+TABLE = pk_table_request()
 PHASES = {"examples": "skip", "coverage": "success", "fuzzing": "success", "stateful": "success"}
 """The document has no examples to replay; the other phases run."""
 CONFIG = """

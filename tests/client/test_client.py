@@ -62,11 +62,6 @@ DT = "2024-01-01"
 PARTITION = {"dt": DT}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 # ---------------------------------------------------------------- a real server
 
 

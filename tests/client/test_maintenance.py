@@ -49,11 +49,6 @@ TWO_DAYS = 2 * 86_400
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def client(live_server: LiveServer) -> Iterator[CoordinatorClient]:
     with CoordinatorClient(live_server.url, timeout=60, user=USER) as c:
         yield c
@@ -69,7 +64,7 @@ def _rows(start: int, count: int) -> list[dict[str, Any]]:
 
 def _append(client: CoordinatorClient, table: PaimonTable, rows: list[dict[str, Any]]) -> int:
     """Commit one data file of `rows`; the new snapshot's id."""
-    message = table.message(rows[0], newFiles=[table.append_file(rows)])
+    message = table.append_message(rows)
     commit = {"commitUser": f"writer-{uuid.uuid4()}", "identifier": 2**63 - 1, "messages": [message]}
     return client.commit(table.id, commit).snapshots[-1].id
 

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from coordinator_client import CommitResponse, CoordinatorClient
+from tests.support.commits import append_commit
 from tests.support.paimon_files import PaimonTable, pypaimon_rows
 from tests.support.served import ServedCoordinator, emptied_replicas
 
@@ -49,11 +50,7 @@ def test_two_processes_eight_writers(two_services: list[ServedCoordinator], ware
         try:
             for k in range(1, COMMITS + 1):
                 row = {"id": n * 1000 + k, "w": n}
-                body = {
-                    "commitUser": f"writer-{n}",
-                    "identifier": k,
-                    "messages": [table.message(row, newFiles=[table.append_file([row])])],
-                }
+                body = append_commit(table, [row], user=f"writer-{n}", identifier=k)
                 response = clients[(n + k) % 2].commit(table.id, body)
                 with guard:
                     results.append((n, k, response))

@@ -7,7 +7,6 @@ import io
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -18,8 +17,8 @@ from coordinator.domain.committable import resolve_committable
 from coordinator.domain.table_schema import TableShape
 from coordinator.services import Services
 from coordinator_client.models import CommitRequest, CreateTableRequest, FieldSpec
+from tests.support.commits import try_commit
 from tests.support.paimon_files import (
-    PaimonTable,
     deletion_of,
     file_names,
     pk_table,
@@ -30,35 +29,13 @@ from tests.support.paimon_files import (
 STORES = ("local", "s3")
 
 
-def post(
-    api: TestClient,
-    table: PaimonTable,
-    messages: list[dict[str, Any]],
-    *,
-    user: str | None = None,
-    identifier: int = 2**63 - 1,
-    headers: dict[str, str] | None = None,
-    **body: Any,
-) -> Any:
-    return api.post(
-        f"/tables/{table.id}/commits",
-        json={
-            "commitUser": user or f"job-{uuid.uuid4()}",
-            "identifier": identifier,
-            "messages": messages,
-            **body,
-        },
-        headers=headers or {},
-    )
-
-
 def test_two_compactions_deleting_the_same_file(api: TestClient) -> None:
     table = pk_table(api)
     rows = rows_in_bucket(table, 0, range(40))
     level0 = table.pk_file(rows, first_sequence=0)
-    assert post(api, table, [table.message(rows[0], newFiles=[level0])]).status_code == 201
+    assert try_commit(api, table, [table.message(rows[0], newFiles=[level0])]).status_code == 201
     first = table.pk_file(rows, first_sequence=0, level=5)
-    winner = post(
+    winner = try_commit(
         api,
         table,
         [table.message(rows[0], compactBefore=[deletion_of(level0)], compactAfter=[first])],
@@ -68,7 +45,7 @@ def test_two_compactions_deleting_the_same_file(api: TestClient) -> None:
     before = tree_digest(table.location)
     second = table.pk_file(rows, first_sequence=0, level=4)
     after_second_file = tree_digest(table.location)
-    loser = post(
+    loser = try_commit(
         api,
         table,
         [table.message(rows[0], compactBefore=[deletion_of(level0)], compactAfter=[second])],
@@ -99,9 +76,9 @@ def test_overlapping_level_one_files(api: TestClient) -> None:
     low = rows_in_bucket(table, 1, range(50))
     high = rows_in_bucket(table, 1, range(40, 90))
     first = table.pk_file(low, first_sequence=0, level=1)
-    assert post(api, table, [table.message(low[0], compactAfter=[first])]).status_code == 201
+    assert try_commit(api, table, [table.message(low[0], compactAfter=[first])]).status_code == 201
     overlapping = table.pk_file(high, first_sequence=100, level=1)
-    response = post(api, table, [table.message(high[0], compactAfter=[overlapping])])
+    response = try_commit(api, table, [table.message(high[0], compactAfter=[overlapping])])
     assert response.status_code == 409
     conflict = response.json()["conflict"]
     assert conflict["type"] == "LSM_KEY_RANGE_OVERLAP"
@@ -109,7 +86,7 @@ def test_overlapping_level_one_files(api: TestClient) -> None:
     assert conflict["winningSnapshot"]["id"] == 1
     # The same range one level down is fine: levels are separate sorted runs.
     assert (
-        post(
+        try_commit(
             api,
             table,
             [table.message(high[0], compactAfter=[table.pk_file(high, first_sequence=200, level=2)])],
@@ -122,7 +99,7 @@ def test_changed_bucket_count(api: TestClient) -> None:
     table = pk_table(api)
     rows = rows_in_bucket(table, 0, range(20))
     assert (
-        post(
+        try_commit(
             api, table, [table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=0)])]
         ).status_code
         == 201
@@ -131,11 +108,11 @@ def test_changed_bucket_count(api: TestClient) -> None:
         **table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=50)]),
         "totalBuckets": 3,
     }
-    response = post(api, table, [rescaled])
+    response = try_commit(api, table, [rescaled])
     assert response.status_code == 409
     assert response.json()["conflict"]["type"] == "BUCKET_COUNT_CHANGED"
     # An overwrite of the partition may change it (a rescale), as in Paimon.
-    assert post(api, table, [rescaled], overwrite={"mode": "dynamic"}).status_code == 201
+    assert try_commit(api, table, [rescaled], overwrite={"mode": "dynamic"}).status_code == 201
 
 
 def test_two_appends_to_the_same_bucket_both_succeed(api: TestClient) -> None:
@@ -143,7 +120,7 @@ def test_two_appends_to_the_same_bucket_both_succeed(api: TestClient) -> None:
     rows = rows_in_bucket(table, 1, range(30))
     for sequence in (0, 100):
         message = table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=sequence)])
-        assert post(api, table, [message]).status_code == 201
+        assert try_commit(api, table, [message]).status_code == 201
     assert len(api.get(f"/tables/{table.id}/files").json()["files"]) == 2
 
 
@@ -151,11 +128,11 @@ def test_resend_is_deduplicated(api: TestClient) -> None:
     table = pk_table(api)
     rows = rows_in_bucket(table, 0, range(10))
     message = table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=0)])
-    first = post(api, table, [message], user="stream-1", identifier=7)
+    first = try_commit(api, table, [message], user="stream-1", identifier=7)
     assert first.status_code == 201
     snapshot_files = tree_digest(f"{table.location}/snapshot")
     assert file_names(f"{table.location}/snapshot") == ["LATEST", "snapshot-1"]
-    again = post(api, table, [message], user="stream-1", identifier=7)
+    again = try_commit(api, table, [message], user="stream-1", identifier=7)
     assert again.status_code == 200
     assert again.json()["deduplicated"] is True
     assert again.json()["snapshots"] == first.json()["snapshots"]
@@ -171,12 +148,12 @@ def test_idempotency_key_replays_the_answer(api: TestClient) -> None:
     rows = rows_in_bucket(table, 0, range(10))
     message = table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=0)])
     key = {"Idempotency-Key": str(uuid.uuid4())}
-    first = post(api, table, [message], user="job-1", headers=key)
-    again = post(api, table, [message], user="job-1", headers=key)
+    first = try_commit(api, table, [message], user="job-1", headers=key)
+    again = try_commit(api, table, [message], user="job-1", headers=key)
     assert (first.status_code, again.status_code) == (201, 200)
     assert again.json()["snapshots"] == first.json()["snapshots"]
     # The key with another request (another commitUser) is refused, as the IETF draft says: 422.
-    other = post(api, table, [message], user="job-2", headers=key)
+    other = try_commit(api, table, [message], user="job-2", headers=key)
     assert other.status_code == 422, other.text
     assert (other.json()["code"], other.json()["field"]) == ("IDEMPOTENCY_KEY_REUSED", "Idempotency-Key")
     assert api.get(f"/tables/{table.id}/snapshots/latest").json()["id"] == 1
@@ -186,7 +163,7 @@ def test_strict_mode_base_snapshot(api: TestClient) -> None:
     table = pk_table(api)
     rows = rows_in_bucket(table, 0, range(10))
     assert (
-        post(
+        try_commit(
             api,
             table,
             [table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=0)])],
@@ -194,7 +171,7 @@ def test_strict_mode_base_snapshot(api: TestClient) -> None:
         ).status_code
         == 201
     )
-    stale = post(
+    stale = try_commit(
         api,
         table,
         [table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=10)])],
@@ -209,11 +186,11 @@ def test_adding_a_live_file_again(api: TestClient) -> None:
     table = pk_table(api)
     rows = rows_in_bucket(table, 0, range(10))
     f = table.pk_file(rows, first_sequence=0)
-    assert post(api, table, [table.message(rows[0], newFiles=[f])]).status_code == 201
-    response = post(api, table, [table.message(rows[0], newFiles=[f])])
+    assert try_commit(api, table, [table.message(rows[0], newFiles=[f])]).status_code == 201
+    response = try_commit(api, table, [table.message(rows[0], newFiles=[f])])
     assert response.status_code == 409
     assert response.json()["conflict"]["type"] == "DUPLICATE_FILE"
-    twice = post(
+    twice = try_commit(
         api,
         table,
         [table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=5, name="d-x.parquet")] * 2)],
@@ -226,7 +203,7 @@ def test_history_records_every_phase(api: TestClient) -> None:
     table = pk_table(api)
     rows = rows_in_bucket(table, 0, range(10))
     assert (
-        post(
+        try_commit(
             api, table, [table.message(rows[0], newFiles=[table.pk_file(rows, first_sequence=0)])]
         ).status_code
         == 201

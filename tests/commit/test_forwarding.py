@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pyarrow as pa
 import pytest
 from sqlalchemy import create_engine, text
 
+from tests.support.commits import append_commit
 from tests.support.databases import postgres_database
 from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows
 from tests.support.rest_writers import CATALOG_NAME, create_rest_table, prepare, rest_catalog
@@ -53,12 +53,7 @@ def replicas(database: str, warehouse: Path, tmp_path: Path) -> Iterator[list[Se
 
 
 def commit_body(table: PaimonTable, ids: range) -> dict[str, Any]:
-    rows = [{"dt": "2024-01-01", "id": i} for i in ids]
-    return {
-        "commitUser": f"job-{uuid.uuid4()}",
-        "identifier": 1,
-        "messages": [table.message(rows[0], newFiles=[table.append_file(rows)])],
-    }
+    return append_commit(table, [{"dt": "2024-01-01", "id": i} for i in ids], identifier=1)
 
 
 def events_table(replica: ServedCoordinator) -> PaimonTable:

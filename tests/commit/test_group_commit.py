@@ -21,6 +21,7 @@ from coordinator.db.models import LockRow
 from coordinator.errors import CommitConflict, LockUnavailable
 from coordinator.services import Services
 from coordinator_client.models import CommitRequest, CommitResponse
+from tests.support.commits import append_commit
 from tests.support.paimon_files import (
     PaimonTable,
     create_table,
@@ -98,11 +99,7 @@ def held(api: TestClient) -> tuple[Services, Any]:
 
 
 def append_body(table: PaimonTable, user: str, identifier: int, row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "commitUser": user,
-        "identifier": identifier,
-        "messages": [table.message(row, newFiles=[table.append_file([row])])],
-    }
+    return append_commit(table, [row], user=user, identifier=identifier)
 
 
 def lock_epoch(services: Services, table: PaimonTable) -> int:

@@ -63,9 +63,7 @@ def test_base_list_stays_bounded_over_500_commits(services: Services, warehouse:
     for i in range(500):
         row = {"dt": f"d{i % 7}", "id": i}
         expected.append(row)
-        assert _commit(
-            services, table, f"job-{i}", [table.message(row, newFiles=[table.append_file([row])])]
-        ) == [i + 1]
+        assert _commit(services, table, f"job-{i}", [table.append_message([row])]) == [i + 1]
         base, delta = _manifests_of(table, i + 1)
         most = max(most, len(base))
         assert len(delta) == 1
@@ -124,7 +122,7 @@ def test_full_compaction_cancels_add_delete_pairs(services: Services, warehouse:
 def test_manifests_roll_at_the_target_size(services: Services, warehouse: Path) -> None:
     table = _table(services, "wide", options={"manifest.target-file-size": "2 kb"})
     rows = [{"dt": f"d{i % 5}", "id": i} for i in range(60)]
-    messages = [table.message(r, newFiles=[table.append_file([r])]) for r in rows]
+    messages = [table.append_message([r]) for r in rows]
     assert _commit(services, table, "big", messages) == [1]
     _, delta = _manifests_of(table, 1)
     assert len(delta) > 1

@@ -25,6 +25,7 @@ from coordinator.services import Services
 from coordinator.usecases.publication import Publication
 from coordinator_client import CoordinatorClient
 from coordinator_client.models import CommitRequest
+from tests.support.commits import append_commit, post_commit
 from tests.support.paimon_files import (
     PaimonTable,
     create_table,
@@ -41,16 +42,11 @@ FIELDS = {"dt": "STRING", "id": "BIGINT"}
 
 
 def _body(table: PaimonTable, user: str, ids: range) -> dict[str, Any]:
-    rows = [{"dt": "a", "id": i} for i in ids]
-    return {
-        "commitUser": user,
-        "identifier": 1,
-        "messages": [table.message(rows[0], newFiles=[table.append_file(rows)])],
-    }
+    return append_commit(table, [{"dt": "a", "id": i} for i in ids], user=user, identifier=1)
 
 
 def _ours(api: httpx.Client, table: PaimonTable, user: str, ids: range) -> dict[str, Any]:
-    response = api.post(f"/tables/{table.id}/commits", json=_body(table, user, ids))
+    response = post_commit(api, table, _body(table, user, ids))
     assert response.status_code == 201, response.text
     body: dict[str, Any] = response.json()
     return body

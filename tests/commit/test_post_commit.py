@@ -22,6 +22,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from coordinator.services import Services
+from tests.support.commits import append_commit
 from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows
 
 FIELDS = {"dt": "STRING", "id": "BIGINT"}
@@ -149,11 +150,7 @@ def test_a_raising_after_commit_hook_is_logged_and_counted_not_answered(
     services.committer.after_each_commit(failing_retention)
     before = failures(services, "retention")
     row = {"dt": "a", "id": 7}
-    body = {
-        "commitUser": "w",
-        "identifier": 1,
-        "messages": [table.message(row, newFiles=[table.append_file([row])])],
-    }
+    body = append_commit(table, [row], user="w", identifier=1)
 
     answer = commit(api, table, body)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pyarrow as pa
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, update
@@ -11,6 +12,7 @@ from sqlalchemy import create_engine, update
 from coordinator.app import create_app
 from coordinator.db.models import SnapshotRow
 from coordinator.settings import Settings
+from tests.support.commits import append_commit, post_commit
 from tests.support.paimon_files import (
     PaimonTable,
     create_table,
@@ -27,11 +29,8 @@ STORES = ("local", "s3")
 FIELDS = {"dt": "STRING", "id": "BIGINT"}
 
 
-def _commit(api: TestClient, table: PaimonTable, user: str, rows: list[dict[str, Any]]) -> Any:
-    return api.post(
-        f"/tables/{table.id}/commits",
-        json={"commitUser": user, "messages": [table.message(rows[0], newFiles=[table.append_file(rows)])]},
-    )
+def _commit(api: TestClient, table: PaimonTable, user: str, rows: list[dict[str, Any]]) -> httpx.Response:
+    return post_commit(api, table, append_commit(table, rows, user=user))
 
 
 def _crash_before_publish(settings: Settings, table: PaimonTable, snapshot_id: int) -> None:

@@ -9,7 +9,6 @@ commit can be stalled at a chosen step (tests/support/pause.py) while another re
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from coordinator.settings import Settings
 from coordinator.usecases import commit_records
 from coordinator.usecases.commits import Committer
 from coordinator_client.models import CommitRequest
+from tests.support.commits import append_commit, post_commit
 from tests.support.databases import postgres_database
 from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows
 from tests.support.pause import PausedCall
@@ -77,17 +77,9 @@ def create_events(http: httpx.Client, partition_key: str, **body: Any) -> Paimon
     return create_table(http, *TABLE.split("."), FIELDS, partitionKeys=[partition_key], **body)
 
 
-def commit_body(table: PaimonTable, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """A commit of one new data file holding `rows` (one partition), encoded for `table`'s schema."""
-    return {
-        "commitUser": f"job-{uuid.uuid4()}",
-        "identifier": 2**63 - 1,
-        "messages": [table.message(rows[0], newFiles=[table.append_file(rows)])],
-    }
-
-
-def post_commit(replica: ServedCoordinator, table: PaimonTable, rows: list[dict[str, Any]]) -> httpx.Response:
-    return replica.http.post(f"/tables/{table.id}/commits", json=commit_body(table, rows))
+def commit_on(replica: ServedCoordinator, table: PaimonTable, rows: list[dict[str, Any]]) -> httpx.Response:
+    """POST a commit of one new data file holding `rows` (one partition) to `replica`."""
+    return post_commit(replica.http, table, append_commit(table, rows))
 
 
 def live_file_names(replica: ServedCoordinator) -> list[str]:
@@ -107,17 +99,17 @@ def test_a_table_recreated_on_one_replica_is_committed_to_in_its_new_shape_on_an
 ) -> None:
     a, b = two_replicas(start_replica)
     by_dt = create_events(a.http, "dt")
-    first = post_commit(b, by_dt, [{"dt": "2024-01-01", "region": "eu", "id": 1}])
+    first = commit_on(b, by_dt, [{"dt": "2024-01-01", "region": "eu", "id": 1}])
     assert first.status_code == 201, first.text  # B has the table (by dt) cached now
     assert live_file_names(b)  # and has read it
 
     by_region = recreate_by_region(a)
 
-    old = post_commit(b, by_dt, [{"dt": "2024-01-02", "region": "us", "id": 2}])
+    old = commit_on(b, by_dt, [{"dt": "2024-01-02", "region": "us", "id": 2}])
     assert old.status_code == 422, old.text
     assert old.json()["field"] == "messages[0].partition.dt"
     new_rows = [{"dt": "2024-01-03", "region": "ap", "id": 3}]
-    new = post_commit(b, by_region, new_rows)
+    new = commit_on(b, by_region, new_rows)
     assert new.status_code == 201, new.text
     assert [s["id"] for s in new.json()["snapshots"]] == [1]
 
@@ -136,7 +128,7 @@ def test_options_changed_on_one_replica_rule_the_next_commit_on_another(
     everything: list[dict[str, Any]] = []
     for i in range(1, 4):
         rows = [{"dt": "2024-01-01", "region": "eu", "id": i}]
-        assert post_commit(b, table, rows).status_code == 201
+        assert commit_on(b, table, rows).status_code == 201
         everything += rows
     snapshots = table.snapshot_dir
     assert sorted(p.name for p in snapshots.glob("snapshot-*")) == [f"snapshot-{i}" for i in (1, 2, 3)]
@@ -149,7 +141,7 @@ def test_options_changed_on_one_replica_rule_the_next_commit_on_another(
     assert patched.json()["schema"]["id"] == 1
 
     rows = [{"dt": "2024-01-01", "region": "eu", "id": 4}]
-    assert post_commit(b, table, rows).status_code == 201
+    assert commit_on(b, table, rows).status_code == 201
     everything += rows
     # B expired after its commit as the new options say (sync, the default): two snapshots are left.
     assert sorted(p.name for p in snapshots.glob("snapshot-*")) == ["snapshot-3", "snapshot-4"]
@@ -204,7 +196,7 @@ def local_replica(
 
 def stalled_commit(services: Services, table: PaimonTable, rows: list[dict[str, Any]], *, at: Any) -> Any:
     """B's commit of `rows`, resolved against the table B has now, held at the first call of `at`."""
-    request = CommitRequest.model_validate(commit_body(table, rows))
+    request = CommitRequest.model_validate(append_commit(table, rows))
     return PausedCall(lambda: services.committer.commit(TABLE, request), at=at).start()
 
 
@@ -222,7 +214,7 @@ def test_a_commit_waiting_for_the_lock_while_the_table_is_recreated_is_judged_by
     assert rejected.value.field == "messages[0].partition.dt"
 
     new_rows = [{"dt": "x", "region": "eu", "id": 1}]
-    answer = b.committer.commit(TABLE, CommitRequest.model_validate(commit_body(by_region, new_rows)))
+    answer = b.committer.commit(TABLE, CommitRequest.model_validate(append_commit(by_region, new_rows)))
     assert [s.id for s in answer.snapshots] == [1]
     assert pypaimon_rows(warehouse, TABLE) == new_rows
 

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from coordinator_client import CoordinatorClient
 from coordinator_client.models import BATCH_IDENTIFIER
+from tests.support.commits import BATCH, commit_request, post_commit
 from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows, tree_digest
 from tests.support.rest_writers import create_rest_table, read_rows, rest_catalog
 from tests.support.served import LiveServer
@@ -39,20 +40,11 @@ def row(i: int) -> dict[str, Any]:
 
 
 def body(
-    table: PaimonTable, ids: list[int], *, user: str = "writer", identifier: int | None = None
+    table: PaimonTable, ids: list[int], *, user: str = "writer", identifier: int = BATCH
 ) -> dict[str, Any]:
     """A commit of one new file holding rows `ids` (none: an empty commit)."""
-    messages = (
-        [table.message(row(ids[0]), newFiles=[table.append_file([row(i) for i in ids])])] if ids else []
-    )
-    request: dict[str, Any] = {"commitUser": user, "messages": messages}
-    if identifier is not None:
-        request["identifier"] = identifier
-    return request
-
-
-def post(api: TestClient, table: PaimonTable, request: dict[str, Any], **headers: str) -> Any:
-    return api.post(f"/tables/{table.id}/commits", json=request, headers=headers)
+    messages = [table.append_message([row(i) for i in ids])] if ids else []
+    return commit_request(messages, user=user, identifier=identifier)
 
 
 def state(api: TestClient, table: PaimonTable) -> tuple[Any, ...]:
@@ -70,11 +62,11 @@ def test_batch_commits_of_one_user_are_each_committed(
     """The default identifier is Paimon's batch identifier: a second commit of the same user with another
     file is a new commit, as in Paimon; the same body sent again is the same commit."""
     first = body(events, [1])
-    assert post(api, events, first).status_code == 201
-    second = post(api, events, body(events, [2]))
+    assert post_commit(api, events, first).status_code == 201
+    second = post_commit(api, events, body(events, [2]))
     assert second.status_code == 201, second.text
     assert second.json()["snapshots"] == [{"id": 2, "commitKind": "APPEND"}]
-    resent = post(api, events, first)
+    resent = post_commit(api, events, first)
     assert resent.status_code == 200
     assert resent.json()["deduplicated"] is True
     assert resent.json()["snapshots"] == [{"id": 1, "commitKind": "APPEND"}]
@@ -88,9 +80,9 @@ def test_batch_commits_of_one_user_are_each_committed(
 
 
 def test_other_changes_under_a_used_identifier_are_refused(api: TestClient, events: PaimonTable) -> None:
-    assert post(api, events, body(events, [1], identifier=5)).status_code == 201
+    assert post_commit(api, events, body(events, [1], identifier=5)).status_code == 201
     before = state(api, events)
-    other = post(api, events, body(events, [2], identifier=5))
+    other = post_commit(api, events, body(events, [2], identifier=5))
     assert other.status_code == 409, other.text
     error = other.json()
     assert error["code"] == "IDENTIFIER_REUSED"
@@ -112,17 +104,17 @@ def test_an_empty_commit_is_recorded_and_its_identifier_is_not_a_trap(
     api: TestClient, events: PaimonTable, warehouse_location: str
 ) -> None:
     empty = body(events, [], identifier=1)
-    answered = post(api, events, empty)
+    answered = post_commit(api, events, empty)
     assert answered.status_code == 201
     assert answered.json()["snapshots"] == []
-    assert post(api, events, empty).json()["deduplicated"] is True
+    assert post_commit(api, events, empty).json()["deduplicated"] is True
     # The real commit sent later under the empty one's identifier is refused, loudly, not dropped.
     before = state(api, events)
-    late = post(api, events, body(events, [1], identifier=1))
+    late = post_commit(api, events, body(events, [1], identifier=1))
     assert late.status_code == 409
     assert late.json()["conflict"]["recorded"]["snapshots"] == []
     assert state(api, events)[1:] == before[1:]
-    assert post(api, events, body(events, [1], identifier=2)).status_code == 201
+    assert post_commit(api, events, body(events, [1], identifier=2)).status_code == 201
     assert sorted_rows(pypaimon_rows(warehouse_location, events.id)) == [row(1)]
 
 
@@ -130,7 +122,7 @@ def test_a_table_that_forces_snapshots_gets_one_for_an_empty_commit(api: TestCli
     table = create_table(
         api, "sales", "ticks", FIELDS, partitionKeys=["dt"], options={"commit.force-create-snapshot": "true"}
     )
-    answered = post(api, table, {**body(table, [], identifier=3), "watermark": 1700000000000})
+    answered = post_commit(api, table, {**body(table, [], identifier=3), "watermark": 1700000000000})
     assert answered.status_code == 201, answered.text
     assert answered.json()["snapshots"] == [{"id": 1, "commitKind": "APPEND"}]
     snapshot = api.get(f"/tables/{table.id}/snapshots/1").json()
@@ -141,11 +133,11 @@ def test_an_idempotency_key_sent_again_with_another_body_is_refused(
     api: TestClient, events: PaimonTable
 ) -> None:
     first = body(events, [1])
-    assert post(api, events, first, **{"Idempotency-Key": "k-1"}).status_code == 201
-    assert post(api, events, first, **{"Idempotency-Key": "k-1"}).json()["deduplicated"] is True
+    assert post_commit(api, events, first, headers={"Idempotency-Key": "k-1"}).status_code == 201
+    assert post_commit(api, events, first, headers={"Idempotency-Key": "k-1"}).json()["deduplicated"] is True
     before = state(api, events)
     for other in (body(events, [2]), body(events, [2], user="someone-else")):
-        refused = post(api, events, other, **{"Idempotency-Key": "k-1"})
+        refused = post_commit(api, events, other, headers={"Idempotency-Key": "k-1"})
         assert refused.status_code == 422, refused.text
         assert refused.json()["code"] == "IDEMPOTENCY_KEY_REUSED"
         assert refused.json()["field"] == "Idempotency-Key"
@@ -158,8 +150,8 @@ def test_a_resend_is_answered_with_its_own_snapshots_among_many_batch_commits(
 ) -> None:
     """The outcome of a keyed request is about that request, not the user's latest batch commit."""
     first = body(events, [1])
-    assert post(api, events, first, **{"Idempotency-Key": "a"}).status_code == 201
-    assert post(api, events, body(events, [2]), **{"Idempotency-Key": "b"}).status_code == 201
+    assert post_commit(api, events, first, headers={"Idempotency-Key": "a"}).status_code == 201
+    assert post_commit(api, events, body(events, [2]), headers={"Idempotency-Key": "b"}).status_code == 201
     outcome = api.get(
         f"/tables/{events.id}/commits/writer/{BATCH_IDENTIFIER}", params={"idempotencyKey": "a"}
     ).json()
@@ -168,7 +160,7 @@ def test_a_resend_is_answered_with_its_own_snapshots_among_many_batch_commits(
         f"/tables/{events.id}/commits/writer/{BATCH_IDENTIFIER}", params={"idempotencyKey": "never-sent"}
     ).json()
     assert unknown["status"] == "unknown"
-    assert post(api, events, first).json()["snapshots"] == [{"id": 1, "commitKind": "APPEND"}]
+    assert post_commit(api, events, first).json()["snapshots"] == [{"id": 1, "commitKind": "APPEND"}]
 
 
 def test_ten_native_client_batch_commits_of_one_user(
@@ -237,7 +229,10 @@ def test_pairs_sharing_a_name_or_key_are_deduplicated_only_when_equal(
         if same
         else body(table, [2], identifier=identifier, user="other" if other_user and keyed else "writer")
     )
-    answers = [post(api, table, first, **headers), post(api, table, second, **headers)]
+    answers = [
+        post_commit(api, table, first, headers=headers),
+        post_commit(api, table, second, headers=headers),
+    ]
     assert answers[0].status_code == 201, answers[0].text
     second_answer = answers[1]
     if same:

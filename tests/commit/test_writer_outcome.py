@@ -13,7 +13,6 @@ import logging
 import signal
 import threading
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -39,12 +38,6 @@ LOST_ANSWER_TIMEOUT = 2.0
 """The writer's client timeout in the tests where the answer is held: well below the hold."""
 
 STORES = ("local", "s3")
-
-
-@pytest.fixture
-def client(live_server: LiveServer) -> Iterator[CoordinatorClient]:
-    with CoordinatorClient(live_server.url, timeout=60) as c:
-        yield c
 
 
 class Write:

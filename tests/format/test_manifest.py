@@ -35,7 +35,7 @@ from coordinator_client.format.snapshot import (
 )
 from tests.support.builders import ADD, append_shape, entry
 
-from ._pypaimon_table import EXPECTED_ROWS, PypaimonTable, build_pk_table, read_rows
+from ._pypaimon_table import EXPECTED_ROWS, PypaimonTable, read_rows
 
 EMPTY_ROW = bytes(12)
 INT = st.integers(-(2**31), 2**31 - 1)
@@ -442,11 +442,6 @@ def test_partition_stats_all_null_and_arity_checks() -> None:
 # ------------------------------------------------------------------------------------------------
 # Compatibility with pypaimon 2.1.0
 # ------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def pk_table(tmp_path_factory: pytest.TempPathFactory) -> PypaimonTable:
-    return build_pk_table(tmp_path_factory.mktemp("warehouse"))
 
 
 def _pypaimon_row_codec(table: Any) -> tuple[Any, Any]:

@@ -29,11 +29,13 @@ from coordinator.locks.renewal import LeaseKeeper
 from coordinator.settings import Settings
 from coordinator.usecases.commit_records import commit_point
 from coordinator_client.models import CommitRequest
+from tests.support.commits import append_commit
 from tests.support.databases import fresh_database
 from tests.support.hive_metastore_double import HiveMetastoreLockDouble
 from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows
 from tests.support.pause import PausedCall
 from tests.support.served import LiveServer
+from tests.support.waiting import wait_for
 
 LEASE = 0.5
 
@@ -317,10 +319,7 @@ def test_the_service_commits_under_hive_locks_and_fences_a_released_holder(
 
             waiting = threading.Thread(target=commit)
             waiting.start()
-            deadline = time.monotonic() + 10
-            while not (in_flight := http.get("/commits").json()["inFlight"]):
-                assert time.monotonic() < deadline, "the commit never showed up in flight"
-                time.sleep(0.05)
+            in_flight = wait_for(lambda: http.get("/commits").json()["inFlight"], "the commit in flight", 10)
             assert [(c["commitUser"], c["phase"]) for c in in_flight] == [("w", "lockWait")]
             time.sleep(0.3)
             assert answers == []  # the job's lock holds the commit back
@@ -350,7 +349,4 @@ def test_the_service_commits_under_hive_locks_and_fences_a_released_holder(
 
 
 def _append(table: PaimonTable, user: str, row: int) -> dict[str, Any]:
-    return {
-        "commitUser": user,
-        "messages": [table.message({"id": row}, newFiles=[table.append_file([{"id": row}])])],
-    }
+    return append_commit(table, [{"id": row}], user=user)

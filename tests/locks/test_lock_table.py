@@ -19,8 +19,10 @@ from coordinator.settings import Settings
 from coordinator.usecases.commit_records import commit_point
 from coordinator.usecases.table_hold import Hold
 from coordinator_client.models import CommitRequest, CreateTableRequest, FieldSpec
+from tests.support.commits import append_commit
 from tests.support.paimon_files import PaimonTable, pypaimon_rows
 from tests.support.pause import PausedCall
+from tests.support.waiting import wait_for
 
 
 @pytest.fixture
@@ -52,9 +54,7 @@ def test_the_lease_is_measured_on_the_database_clock(lock_table: LockTable) -> N
 
 
 def _commit(table: PaimonTable, rows: list[dict[str, Any]], user: str) -> CommitRequest:
-    return CommitRequest.model_validate(
-        {"commitUser": user, "messages": [table.message(rows[0], newFiles=[table.append_file(rows)])]}
-    )
+    return CommitRequest.model_validate(append_commit(table, rows, user=user))
 
 
 def test_holder_resuming_after_its_lease_cannot_commit(settings: Settings, warehouse: Path) -> None:
@@ -136,10 +136,8 @@ def test_a_holder_that_saw_its_lease_lost_writes_nothing(
         late = _commit(table, [{"id": 1}], "late")
         holder = PausedCall(lambda: services.committer.commit(table.id, late), at=Hold.check_alive).start()
         assert services.locks.force_release(created.lock_id) is not None
-        deadline = time.monotonic() + 10
-        while "was lost" not in caplog.text:  # the keeper's next renewal (every 0.2 s) finds it
-            assert time.monotonic() < deadline, "the lease keeper never noticed"
-            time.sleep(0.05)
+        # The keeper's next renewal (every 0.2 s) finds it.
+        wait_for(lambda: "was lost" in caplog.text, "the lease keeper to notice", seconds=10)
         with pytest.raises(CommitConflict) as fenced:
             holder.resume()
         assert (fenced.value.conflict.type, fenced.value.conflict.retryable) == ("LOCK_LOST", True)

@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from coordinator.services import Services
 from coordinator_client.models import CommitRequest
-from tests.support.commits import commit
+from tests.support.commits import commit, history
 from tests.support.paimon_files import (
     S3_OLD_S,
     PaimonTable,
@@ -43,7 +43,7 @@ MANUAL = {**EXPIRE_EVERYTHING_OLD, "write-only": "true"}
 
 def append(api: TestClient, table: PaimonTable, rows: list[dict[str, Any]]) -> int:
     """Commit one data file of `rows`; returns the new snapshot id."""
-    snapshots = commit(api, table, [table.message(rows[0], newFiles=[table.append_file(rows)])])
+    snapshots = commit(api, table, [table.append_message(rows)])
     return int(snapshots[-1]["id"])
 
 
@@ -71,11 +71,6 @@ def storage(table: PaimonTable) -> dict[str, float]:
 
 def data_files(table: PaimonTable) -> set[str]:
     return {p for p in storage(table) if p.endswith(".parquet")}
-
-
-def history(api: TestClient, table: PaimonTable) -> list[dict[str, Any]]:
-    commits: list[dict[str, Any]] = api.get(f"/tables/{table.id}/commits?limit=1000").json()["commits"]
-    return commits
 
 
 def test_a_consumer_keeps_its_snapshots_until_it_advances_or_expires(
@@ -150,7 +145,7 @@ def test_expiring_ten_thousand_snapshots_takes_bounded_batches_and_lets_a_commit
         for done in [pool.submit(commit_many, w, SNAPSHOTS // 8) for w in range(8)]:
             done.result()
     row = {"id": 1}
-    message = table.message(row, newFiles=[table.append_file([row])])
+    message = table.append_message([row])
     overwrite = {"commitUser": "seed", "messages": [message], "overwrite": {"mode": "table"}}
     services.committer.commit(table.id, CommitRequest.model_validate(overwrite))
     latest = services.tables.latest_snapshot_id(table.id)
@@ -160,7 +155,7 @@ def test_expiring_ten_thousand_snapshots_takes_bounded_batches_and_lets_a_commit
 
     with ThreadPoolExecutor(1) as pool:
         expiring = pool.submit(services.maintenance.expire, table.id, actor="ops")
-        while not any(c["action"] == "expire" for c in history(api, table)[:5]):
+        while not any(c["action"] == "expire" for c in history(api, table.id)[:5]):
             time.sleep(0.01)
         # A commit arriving mid-expiration is served between two batches, long before the expiration ends.
         late = append(api, table, [{"id": 2}])
@@ -169,7 +164,7 @@ def test_expiring_ten_thousand_snapshots_takes_bounded_batches_and_lets_a_commit
 
     assert result.expired_snapshots == latest  # everything but the newest of 10,002
     assert result.earliest_snapshot_id == late
-    records = [c for c in reversed(history(api, table)) if c["action"] in ("expire", "commit")]
+    records = [c for c in reversed(history(api, table.id)) if c["action"] in ("expire", "commit")]
     batches = [c for c in records if c["action"] == "expire"]
     assert len(batches) == result.batches == -(-latest // 50)
     for batch in batches:
@@ -219,7 +214,7 @@ def test_rollback_to_a_tag_then_new_commits_continue_from_the_tag(
     assert append(api, table, new_rows) == 4
     assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(tagged + new_rows)
     assert pypaimon_rows(warehouse_location, table.id, 3) == sorted_rows(tagged)
-    rollback = next(c for c in history(api, table) if c["action"] == "rollback")
+    rollback = next(c for c in history(api, table.id) if c["action"] == "rollback")
     assert rollback["details"]["to"] == {"snapshotId": 3, "tag": "release-1"}
     assert rollback["details"]["deleted"]["dataFiles"] == 1  # the overwrite's file
 
@@ -251,7 +246,7 @@ def test_orphan_cleanup_lists_then_deletes_old_unreferenced_files_only(
     assert file_exists(young_orphan)
     assert set(storage(table)) == set(committed) | {"bucket-0/data-running-job-0.parquet"}
     assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(rows_of(1))
-    record = history(api, table)[0]
+    record = history(api, table.id)[0]
     assert record["action"] == "clean-orphans"
     assert record["details"]["files"] == done.json()["files"]
 
@@ -276,7 +271,7 @@ def test_option_changes_write_a_schema_version_and_expire_after_each_commit(
         names = sorted(n for n in file_names(f"{table.location}/snapshot") if n.startswith("snapshot-"))
         assert names == sorted(f"snapshot-{s}" for s in range(max(1, latest - 1), latest + 1))
     assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(everything)
-    actions = [(c["commitUser"], c["action"]) for c in history(api, table) if c["outcome"] == "done"]
+    actions = [(c["commitUser"], c["action"]) for c in history(api, table.id) if c["outcome"] == "done"]
     assert ("alice", "set-options") in actions
     assert ("auto-expire", "expire") in actions
 
@@ -333,12 +328,12 @@ def test_rejected_maintenance_changes_nothing(
     append_table = create_table(api, "maint", f"bad_append_{uuid.uuid4().hex[:6]}", FIELDS)
     append(api, append_table, rows_of(1))
     target = table if path == "options" and "remove" in (body or {}) else append_table
-    before_files, before_history = storage(target), history(api, target)
+    before_files, before_history = storage(target), history(api, target.id)
     kwargs = {"json": body} if body is not None else {}
     response = api.request(method.upper(), f"/tables/{target.id}/{path}", **kwargs)
     assert response.status_code == status, response.text
     if field is not None:
         assert response.json()["field"] == field
     assert storage(target) == before_files
-    assert history(api, target) == before_history
+    assert history(api, target.id) == before_history
     assert api.get(f"/tables/{target.id}").json()["schema"]["id"] == 0

@@ -19,6 +19,7 @@ from coordinator.db import repositories as repo
 from coordinator.errors import CommitConflict, SnapshotNotFound
 from coordinator.services import Services
 from coordinator.usecases.maintenance.table_actions import TableActions
+from tests.support.commits import commit
 from tests.support.paimon_files import (
     PaimonTable,
     create_table,
@@ -36,12 +37,8 @@ FIELDS = {"id": "BIGINT"}
 
 def append(api: TestClient, table: PaimonTable, row_id: int) -> int:
     """Commit one data file of one row; returns the new snapshot id."""
-    row = {"id": row_id}
-    messages = [table.message(row, newFiles=[table.append_file([row])])]
-    body = {"commitUser": "writer", "identifier": row_id, "messages": messages}
-    response = api.post(f"/tables/{table.id}/commits", json=body)
-    assert response.status_code == 201, response.text
-    return int(response.json()["snapshots"][-1]["id"])
+    snapshots = commit(api, table, [table.append_message([{"id": row_id}])], user="writer", identifier=row_id)
+    return int(snapshots[-1]["id"])
 
 
 def actions(api: TestClient, table: PaimonTable) -> list[str]:

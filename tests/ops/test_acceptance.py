@@ -10,7 +10,6 @@ holder's commit is rejected without a trace on storage, in the history or throug
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +23,11 @@ from coordinator.settings import Settings
 from coordinator.usecases.commit_records import commit_point
 from coordinator_client import CoordinatorClient, Forbidden
 from coordinator_client.models import CommitRequest, LockModel
+from tests.support.commits import append_commit
 from tests.support.paimon_files import PaimonTable, pypaimon_rows
 from tests.support.pause import PausedCall
 from tests.support.served import LiveServer
+from tests.support.waiting import wait_for
 
 WRITERS = 4
 COMMITS_EACH = 3
@@ -34,17 +35,7 @@ LATE = "late-holder"
 
 
 def _commit(table: PaimonTable, user: str, identifier: int, ids: list[int]) -> dict[str, Any]:
-    rows = [{"id": i, "writer": user} for i in ids]
-    message = table.message(rows[0], newFiles=[table.append_file(rows)])
-    return {"commitUser": user, "identifier": identifier, "messages": [message]}
-
-
-def _wait_for(predicate: Any, what: str, seconds: float = 30) -> Any:
-    deadline = time.monotonic() + seconds
-    while not (value := predicate()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-    return value
+    return append_commit(table, [{"id": i, "writer": user} for i in ids], user=user, identifier=identifier)
 
 
 @pytest.mark.timeout(180)
@@ -101,7 +92,7 @@ def test_a_stuck_holder_is_seen_released_and_fenced(
             lock = next((lock for lock in listing.locks if lock.lock_id == lock_id), None)
             return lock if lock is not None and len(lock.waiters) == WRITERS else None
 
-        lock = _wait_for(held_with_waiters, "four waiters behind the held lock")
+        lock = wait_for(held_with_waiters, "four waiters behind the held lock")
         now = reader.locks().now
         assert (lock.owner, lock.epoch, lock.table_id) == (late.owner, late.epoch, table.id)
         assert lock.acquired_at <= now < lock.expires_at

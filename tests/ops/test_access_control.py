@@ -25,8 +25,10 @@ from coordinator.app import create_app
 from coordinator.cli import main as coordinator_main
 from coordinator.settings import Settings
 from coordinator_client import CoordinatorClient, Forbidden, Unauthorized
+from tests.support.commits import append_commit
 from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows
 from tests.support.served import LiveServer, free_port, wait_healthy
+from tests.support.tokens import Authed, bearer
 
 MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
 SAMPLE_PATH = {
@@ -58,14 +60,6 @@ def secured(settings: Settings) -> Iterator[tuple[TestClient, Tokens]]:
         yield client, tokens
 
 
-def _auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
-def _append(table: PaimonTable, user: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"commitUser": user, "messages": [table.message(rows[0], newFiles=[table.append_file(rows)])]}
-
-
 def _mutating_routes(client: TestClient) -> list[tuple[str, str]]:
     """Every mutating operation the app publishes in its OpenAPI document."""
     paths = client.get("/openapi.json").json()["paths"]
@@ -79,21 +73,23 @@ def _mutating_routes(client: TestClient) -> list[tuple[str, str]]:
 
 def _state(client: TestClient, admin: str, warehouse: Path) -> tuple[Any, ...]:
     """What a refused request must leave as it was: tables, their histories, locks, every file."""
-    tables = client.get("/tables", headers=_auth(admin)).json()
+    tables = client.get("/tables", headers=bearer(admin)).json()
     histories = [
-        client.get(f"/tables/{t['id']}/commits", headers=_auth(admin)).json() for t in tables["tables"]
+        client.get(f"/tables/{t['id']}/commits", headers=bearer(admin)).json() for t in tables["tables"]
     ]
     files = sorted((str(p), p.stat().st_mtime_ns) for p in warehouse.rglob("*"))
-    return tables, histories, client.get("/locks", headers=_auth(admin)).json()["locks"], files
+    return tables, histories, client.get("/locks", headers=bearer(admin)).json()["locks"], files
 
 
 def test_every_mutating_route_needs_a_token_and_a_role(
     secured: tuple[TestClient, Tokens], warehouse: Path
 ) -> None:
     client, tokens = secured
-    table = create_table(_Authed(client, tokens.admin), "a", "t", {"id": "BIGINT"})
+    table = create_table(Authed(client, tokens.admin), "a", "t", {"id": "BIGINT"})
     commit = client.post(
-        f"/tables/{table.id}/commits", json=_append(table, "w", [{"id": 1}]), headers=_auth(tokens.writer_a)
+        f"/tables/{table.id}/commits",
+        json=append_commit(table, [{"id": 1}], user="w"),
+        headers=bearer(tokens.writer_a),
     )
     assert commit.status_code == 201, commit.text
     routes = _mutating_routes(client)
@@ -110,9 +106,9 @@ def test_every_mutating_route_needs_a_token_and_a_role(
         assert anonymous.status_code == 401, (method, path, anonymous.text)
         assert anonymous.headers["www-authenticate"].startswith("Bearer")
         assert anonymous.json()["code"] == (401 if paimon else "UNAUTHENTICATED")
-        forged = client.request(method, path, json={}, headers=_auth(tokens.reader + "x"))
+        forged = client.request(method, path, json={}, headers=bearer(tokens.reader + "x"))
         assert forged.status_code == 401, (method, path)
-        reader = client.request(method, path, json={}, headers=_auth(tokens.reader))
+        reader = client.request(method, path, json={}, headers=bearer(tokens.reader))
         assert reader.status_code == 403, (method, path, reader.text)
         assert reader.json()["code"] == (403 if paimon else "FORBIDDEN")
     assert _state(client, tokens.admin, warehouse) == before
@@ -120,14 +116,14 @@ def test_every_mutating_route_needs_a_token_and_a_role(
 
 def test_a_writer_commits_only_inside_its_grant(secured: tuple[TestClient, Tokens], warehouse: Path) -> None:
     client, tokens = secured
-    admin = _Authed(client, tokens.admin)
+    admin = Authed(client, tokens.admin)
     in_a = create_table(admin, "a", "t", {"id": "BIGINT"})
     other_in_a = create_table(admin, "a", "u", {"id": "BIGINT"})
     in_b = create_table(admin, "b", "t", {"id": "BIGINT"})
 
     def commit(table: PaimonTable, token: str, row: int) -> httpx.Response:
-        body = _append(table, f"user-{row}", [{"id": row}])
-        return client.post(f"/tables/{table.id}/commits", json=body, headers=_auth(token))
+        body = append_commit(table, [{"id": row}], user=f"user-{row}")
+        return client.post(f"/tables/{table.id}/commits", json=body, headers=bearer(token))
 
     assert commit(in_a, tokens.writer_a, 1).status_code == 201
     assert commit(other_in_a, tokens.writer_a, 2).status_code == 201
@@ -143,17 +139,17 @@ def test_a_writer_commits_only_inside_its_grant(secured: tuple[TestClient, Token
     assert pypaimon_rows(warehouse, other_in_a.id) == [{"id": 2}]
     # A writer may move its own consumer on a granted table, but not run other maintenance.
     consumer = client.put(
-        f"/tables/{in_a.id}/consumers/stream", json={"nextSnapshotId": 1}, headers=_auth(tokens.writer_a)
+        f"/tables/{in_a.id}/consumers/stream", json={"nextSnapshotId": 1}, headers=bearer(tokens.writer_a)
     )
     assert consumer.status_code == 200, consumer.text
-    assert client.post(f"/tables/{in_a.id}/expire", headers=_auth(tokens.writer_a)).status_code == 403
-    assert client.post("/tables", json={}, headers=_auth(tokens.writer_a)).status_code == 403
+    assert client.post(f"/tables/{in_a.id}/expire", headers=bearer(tokens.writer_a)).status_code == 403
+    assert client.post("/tables", json={}, headers=bearer(tokens.writer_a)).status_code == 403
     # A reader without a grant reads everything, the ops views and the metrics included, but the audit
     # log (it names tokens, roles and grants: admins only).
     for path in ("/tables", f"/tables/{in_b.id}/snapshots", "/locks", "/commits", "/metrics"):
-        assert client.get(path, headers=_auth(tokens.reader)).status_code == 200, path
-    assert client.get("/audit", headers=_auth(tokens.reader)).status_code == 403
-    assert client.get("/audit", headers=_auth(tokens.admin)).status_code == 200
+        assert client.get(path, headers=bearer(tokens.reader)).status_code == 200, path
+    assert client.get("/audit", headers=bearer(tokens.reader)).status_code == 403
+    assert client.get("/audit", headers=bearer(tokens.admin)).status_code == 200
     assert client.get("/health").status_code == 200  # probes need no token
 
 
@@ -163,10 +159,10 @@ def test_ping_answers_204_to_whoever_may_commit_to_the_table(
     """The benchmark's floor request takes a commit's way through the server, its checks included."""
     client, tokens = secured
     assert client.post("/tables/a.t/ping").status_code == 401
-    assert client.post("/tables/a.t/ping", headers=_auth(tokens.reader)).status_code == 403
-    assert client.post("/tables/b.t/ping", headers=_auth(tokens.writer_a)).status_code == 403
+    assert client.post("/tables/a.t/ping", headers=bearer(tokens.reader)).status_code == 403
+    assert client.post("/tables/b.t/ping", headers=bearer(tokens.writer_a)).status_code == 403
     for token in (tokens.writer_a, tokens.writer_a_t, tokens.admin):
-        answer = client.post("/tables/a.t/ping", headers=_auth(token))  # no such table: not needed
+        answer = client.post("/tables/a.t/ping", headers=bearer(token))  # no such table: not needed
         assert answer.status_code == 204
         assert answer.content == b""
     with TestClient(create_app(settings)) as open_client:
@@ -175,20 +171,22 @@ def test_ping_answers_204_to_whoever_may_commit_to_the_table(
 
 def test_history_names_the_token_and_revoked_tokens_stop_working(secured: tuple[TestClient, Tokens]) -> None:
     client, tokens = secured
-    table = create_table(_Authed(client, tokens.admin), "a", "t", {"id": "BIGINT"})
-    tag = client.post(f"/tables/{table.id}/tags", json={"name": "v1"}, headers=_auth(tokens.admin))
+    table = create_table(Authed(client, tokens.admin), "a", "t", {"id": "BIGINT"})
+    tag = client.post(f"/tables/{table.id}/tags", json={"name": "v1"}, headers=bearer(tokens.admin))
     assert tag.status_code == 404  # no snapshot to tag yet: refused after the role check passed
     client.post(
-        f"/tables/{table.id}/commits", json=_append(table, "w", [{"id": 1}]), headers=_auth(tokens.admin)
+        f"/tables/{table.id}/commits",
+        json=append_commit(table, [{"id": 1}], user="w"),
+        headers=bearer(tokens.admin),
     )
     # The header that named the caller without access control is ignored once tokens are required.
     created = client.post(
         f"/tables/{table.id}/tags",
         json={"name": "v1"},
-        headers={**_auth(tokens.admin), "X-Coordinator-User": "someone-else"},
+        headers={**bearer(tokens.admin), "X-Coordinator-User": "someone-else"},
     )
     assert created.status_code == 201, created.text
-    history = client.get(f"/tables/{table.id}/commits", headers=_auth(tokens.reader)).json()["commits"]
+    history = client.get(f"/tables/{table.id}/commits", headers=bearer(tokens.reader)).json()["commits"]
     assert [(c["action"], c["commitUser"]) for c in history if c["action"] != "commit"] == [
         ("create-tag", "ops-admin")
     ]
@@ -196,7 +194,7 @@ def test_history_names_the_token_and_revoked_tokens_stop_working(secured: tuple[
     reader_id = tokens.reader.split("_", 2)[1]
     assert store.revoke(reader_id) is True
     assert store.revoke(reader_id) is False
-    assert client.get("/tables", headers=_auth(tokens.reader)).status_code == 401
+    assert client.get("/tables", headers=bearer(tokens.reader)).status_code == 401
 
 
 def test_the_client_sends_its_token(settings: Settings) -> None:
@@ -309,22 +307,11 @@ def _first_json_line_from_text(process: subprocess.Popen[str]) -> dict[str, Any]
     return lines[-1]  # type: ignore[no-any-return]
 
 
-class _Authed:
-    """A TestClient that sends one token on every request (for create_table)."""
-
-    def __init__(self, client: TestClient, token: str) -> None:
-        self._client = client
-        self._token = token
-
-    def post(self, path: str, json: Any) -> httpx.Response:
-        return self._client.post(path, json=json, headers=_auth(self._token))
-
-
 def test_a_transaction_needs_a_grant_on_every_table(
     secured: tuple[TestClient, Tokens], warehouse: Path
 ) -> None:
     client, tokens = secured
-    admin = _Authed(client, tokens.admin)
+    admin = Authed(client, tokens.admin)
     in_a, in_b = (
         create_table(admin, "a", "t", {"id": "BIGINT"}),
         create_table(admin, "b", "t", {"id": "BIGINT"}),
@@ -332,17 +319,17 @@ def test_a_transaction_needs_a_grant_on_every_table(
 
     def body(identifier: int) -> dict[str, Any]:
         changes = [
-            {"table": t.id, "messages": _append(t, "", [{"id": identifier}])["messages"]}
+            {"table": t.id, "messages": append_commit(t, [{"id": identifier}], user="")["messages"]}
             for t in (in_a, in_b)
         ]
         return {"commitUser": "job", "identifier": identifier, "tables": changes}
 
     refused_body = body(1)  # its data files written first, as a job's are
     before = _state(client, tokens.admin, warehouse)
-    refused = client.post("/transactions", json=refused_body, headers=_auth(tokens.writer_a))
+    refused = client.post("/transactions", json=refused_body, headers=bearer(tokens.writer_a))
     assert refused.status_code == 403
     assert refused.json()["field"] == "tables[1].table"
     assert "may not write to b.t" in refused.json()["message"]
     assert _state(client, tokens.admin, warehouse) == before
-    assert client.post("/transactions", json=body(2), headers=_auth(tokens.admin)).status_code == 201
+    assert client.post("/transactions", json=body(2), headers=bearer(tokens.admin)).status_code == 201
     assert pypaimon_rows(warehouse, in_a.id) == pypaimon_rows(warehouse, in_b.id) == [{"id": 2}]

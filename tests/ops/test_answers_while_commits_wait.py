@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 
 import httpx
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from coordinator.settings import Settings
 from tests.support.paimon_files import create_table
 from tests.support.served import LiveServer
+from tests.support.waiting import wait_for
 
 COMMITS = 50
 """More than AnyIO's default 40 threads: on one limiter, every thread would be a waiting commit."""
@@ -24,13 +24,6 @@ OPS_PATHS = ("/health", "/locks", "/metrics", "/ops/overview", "/commits", "/tab
 def settings(settings: Settings) -> Settings:
     """A lease and an acquire timeout that outlast the test's hold on the lock."""
     return settings.model_copy(update={"lock_lease_seconds": 120, "lock_acquire_timeout_seconds": 120})
-
-
-def _wait_for(predicate: Callable[[], bool], what: str, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def _timed_get(ops: httpx.Client, path: str) -> tuple[int, float]:
@@ -78,7 +71,11 @@ def test_health_locks_metrics_and_overview_answer_while_50_commits_wait_for_a_he
             for t in threads:
                 t.start()
             # Read in-process, not over HTTP: on a starved server the HTTP answer is what is under test.
-            _wait_for(lambda: len(services.committer.in_flight()) >= 40, "40 commits waiting for the lock")
+            wait_for(
+                lambda: len(services.committer.in_flight()) >= 40,
+                "40 commits waiting for the lock",
+                seconds=60,
+            )
             time.sleep(0.5)  # and the last ten have reached the server
 
             timings = {path: _timed_get(ops, path) for path in OPS_PATHS}

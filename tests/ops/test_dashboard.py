@@ -15,7 +15,6 @@ import threading
 import time
 import uuid
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,19 +28,13 @@ from coordinator.services import Services
 from coordinator.settings import Settings
 from coordinator_client import Conflict, CoordinatorClient
 from coordinator_client.models import OverviewResponse
+from tests.support.commits import BATCH, append_commit
 from tests.support.paimon_files import PaimonTable, create_table
 from tests.support.served import LiveServer
 
 DT = "2024-01-01"
 HOLDER = "ops-test-holder"
-BATCH = 2**63 - 1
 UPDATED = re.compile(r"^updated \d\d:\d\d:\d\d$")
-
-
-@pytest.fixture
-def client(live_server: LiveServer) -> Iterator[CoordinatorClient]:
-    with CoordinatorClient(live_server.url, timeout=60) as c:
-        yield c
 
 
 def _table(http: httpx.Client, name: str) -> PaimonTable:
@@ -51,13 +44,7 @@ def _table(http: httpx.Client, name: str) -> PaimonTable:
 def _commit(table: PaimonTable, rows: int, **extra: Any) -> dict[str, Any]:
     """A batch commit of one new data file of `rows` rows."""
     data = [{"dt": DT, "id": i} for i in range(rows)]
-    message = table.message(data[0], newFiles=[table.append_file(data)])
-    return {
-        "commitUser": f"writer-{uuid.uuid4().hex[:8]}",
-        "identifier": BATCH,
-        "messages": [message],
-        **extra,
-    }
+    return append_commit(table, data, user=f"writer-{uuid.uuid4().hex[:8]}", **extra)
 
 
 def _overview(http: httpx.Client, minutes: int) -> OverviewResponse:

@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from coordinator_client import Conflict, CoordinatorClient
 from tests.support import REPO
+from tests.support.commits import append_commit
 from tests.support.paimon_files import PaimonTable, create_table
 from tests.support.served import ServedCoordinator
 
@@ -25,9 +26,7 @@ DT = "2024-01-01"
 
 
 def _commit(table: PaimonTable, user: str, identifier: int, row: int, **extra: Any) -> dict[str, Any]:
-    rows = [{"dt": DT, "id": row}]
-    message = table.message(rows[0], newFiles=[table.append_file(rows)])
-    return {"commitUser": user, "identifier": identifier, "messages": [message], **extra}
+    return append_commit(table, [{"dt": DT, "id": row}], user=user, identifier=identifier, **extra)
 
 
 def _samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:

@@ -14,9 +14,11 @@ import pytest
 from pypaimon.catalog.catalog_exception import TableNoPermissionException
 
 from coordinator.settings import Settings
+from tests.support.commits import append_commit
 from tests.support.paimon_files import PaimonTable, create_table
 from tests.support.rest_writers import CATALOG_NAME, read_rows, rest_catalog
 from tests.support.served import LiveServer, free_port
+from tests.support.tokens import Authed, bearer
 
 P = f"/v1/{CATALOG_NAME}"
 
@@ -34,7 +36,7 @@ class World:
         self.writer_a = store.create("job-a", "writer", database="a").token
         self.http = httpx.Client(base_url=server.url, timeout=60)
         self.tables: dict[str, PaimonTable] = {}
-        as_admin = _Authed(self.http, self.admin)
+        as_admin = Authed(self.http, self.admin)
         for table_id in ("a.t", "a.u", "b.t"):
             database, name = table_id.split(".")
             table = create_table(as_admin, database, name, {"id": "BIGINT"})
@@ -51,11 +53,10 @@ class World:
 
     @staticmethod
     def commit(table: PaimonTable, user: str, row: int) -> dict[str, Any]:
-        rows = [{"id": row}]
-        return {"commitUser": user, "messages": [table.message(rows[0], newFiles=[table.append_file(rows)])]}
+        return append_commit(table, [{"id": row}], user=user)
 
     def get(self, path: str, token: str | None, **params: Any) -> httpx.Response:
-        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+        headers = {} if token is None else bearer(token)
         return self.http.get(path, headers=headers, params=params)
 
     def ok(self, path: str, token: str, **params: Any) -> Any:
@@ -64,22 +65,13 @@ class World:
         return answer.json()
 
 
-class _Authed:
-    def __init__(self, http: httpx.Client, token: str) -> None:
-        self._http, self._headers = http, {"Authorization": f"Bearer {token}"}
-
-    def post(self, path: str, json: Any) -> httpx.Response:
-        return self._http.post(path, json=json, headers=self._headers)
-
-
 @pytest.fixture
-def world(settings: Settings) -> Iterator[tuple[LiveServer, World]]:
-    with LiveServer(settings.model_copy(update={"require_tokens": True})) as server:
-        built = World(server)
-        try:
-            yield server, built
-        finally:
-            built.http.close()
+def world(secured: LiveServer) -> Iterator[tuple[LiveServer, World]]:
+    built = World(secured)
+    try:
+        yield secured, built
+    finally:
+        built.http.close()
 
 
 def test_tables_and_their_reads_stop_at_the_grant(world: tuple[LiveServer, World]) -> None:
@@ -198,14 +190,14 @@ def test_health_says_ok_or_unavailable_to_all_and_why_to_admins(settings: Settin
     with LiveServer(down) as server, httpx.Client(base_url=server.url, timeout=60) as http:
         admin = server.services.tokens.create("ops", "admin").token
         reader = server.services.tokens.create("on-call", "reader").token
-        for headers in ({}, {"Authorization": f"Bearer {reader}"}, {"Authorization": "Bearer pcc_x_y"}):
+        for headers in ({}, bearer(reader), {"Authorization": "Bearer pcc_x_y"}):
             health = http.get("/health", headers=headers)
             assert health.status_code == 503
             assert health.json() == {
                 "status": "unavailable",
                 "checks": {"database": "ok", "warehouse": "unavailable"},
             }
-        detailed = http.get("/health", headers={"Authorization": f"Bearer {admin}"})
+        detailed = http.get("/health", headers=bearer(admin))
         assert detailed.status_code == 503
         body = detailed.json()
         assert body["warehouse"] == "s3://probe-bucket/wh"

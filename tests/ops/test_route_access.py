@@ -11,19 +11,18 @@ around them: a refusal changes nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from fastapi.routing import iter_route_contexts
 
-from coordinator.settings import Settings
 from tests.support import REPO
-from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows, tree_digest
+from tests.support.commits import commit
+from tests.support.paimon_files import create_table, pypaimon_rows, tree_digest
 from tests.support.rest_writers import CATALOG_NAME
 from tests.support.served import LiveServer
+from tests.support.tokens import bearer
 
 README = REPO / "README.md"
 MARKER = "<!-- route-access-table -->"
@@ -120,7 +119,7 @@ class Walk:
 
     def send(self, http: httpx.Client, method: str, path: str, role: str) -> httpx.Response:
         token = self.tokens[role]
-        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+        headers = {} if token is None else bearer(token)
         url = path.format(**SAMPLE_PATH)
         if method == "ANY":
             method = "GET"
@@ -130,15 +129,9 @@ class Walk:
         return http.request(method, url, headers=headers)
 
 
-@pytest.fixture
-def secured(settings: Settings) -> Iterator[LiveServer]:
-    with LiveServer(settings.model_copy(update={"require_tokens": True})) as server:
-        yield server
-
-
 def _state(http: httpx.Client, admin: str, warehouse: Path) -> tuple[Any, ...]:
     """What a refused request must leave as it was."""
-    auth = {"Authorization": f"Bearer {admin}"}
+    auth = bearer(admin)
     tables = http.get("/tables", headers=auth).json()["tables"]
     histories = [http.get(f"/tables/{t['id']}/commits", headers=auth).json() for t in tables]
     databases = http.get(f"/v1/{CATALOG_NAME}/databases", headers=auth).json()
@@ -156,11 +149,11 @@ def test_every_route_answers_every_role_as_the_readme_says(secured: LiveServer, 
     with httpx.Client(base_url=secured.url, timeout=60, headers={}) as http:
         assert set(expected) == app_routes(secured, http), "the README's route table and the app differ"
         # Table a.t with a snapshot, so every read has something to show; b.t beside it.
-        authed = httpx.Client(base_url=secured.url, timeout=60, headers={"Authorization": f"Bearer {admin}"})
+        authed = httpx.Client(base_url=secured.url, timeout=60, headers=bearer(admin))
         with authed:
             table = create_table(authed, "a", "t", {"id": "BIGINT"})
             create_table(authed, "b", "t", {"id": "BIGINT"})
-            _commit(authed, table)
+            commit(authed, table, [table.append_message([{"id": 1}])], user="seed")
         refused = [
             (r, role)
             for r, cells in expected.items()
@@ -197,10 +190,3 @@ def test_every_route_answers_every_role_as_the_readme_says(secured: LiveServer, 
                 wrong.append((method, path, role, "allowed", answer.status_code, answer.text[:200]))
     assert wrong == []
     assert len(refused) + len(allowed) == len(expected) * len(ROLES)
-
-
-def _commit(http: httpx.Client, table: PaimonTable) -> None:
-    rows = [{"id": 1}]
-    body = {"commitUser": "seed", "messages": [table.message(rows[0], newFiles=[table.append_file(rows)])]}
-    answer = http.post(f"/tables/{table.id}/commits", json=body)
-    assert answer.status_code == 201, answer.text

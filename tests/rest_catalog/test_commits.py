@@ -12,7 +12,6 @@ import dataclasses
 import json
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import httpx
 import pyarrow as pa
@@ -32,6 +31,7 @@ from coordinator_client.format.manifest_meta import manifest_file_meta
 from coordinator_client.format.manifest_model import EMPTY_ROW
 from coordinator_client.format.snapshot import CommitKind, Snapshot
 from coordinator_client.models import CommitRequest
+from tests.support.commits import append_commit, history
 from tests.support.paimon_files import PaimonTable, deletion_of, read_bytes, read_text, write_bytes
 from tests.support.pause import PausedCall
 from tests.support.rest_writers import (
@@ -59,20 +59,7 @@ def native_table(http: httpx.Client, table_id: str) -> PaimonTable:
 
 def native_append(table: PaimonTable, ids: range, identifier: int = 1) -> CommitRequest:
     rows = [{"id": i, "v": f"r{i}"} for i in ids]
-    return CommitRequest.model_validate(
-        {
-            "commitUser": "native-job",
-            "identifier": identifier,
-            "messages": [table.message(rows[0], newFiles=[table.append_file(rows)])],
-        }
-    )
-
-
-def history(http: httpx.Client, table_id: str) -> list[dict[str, Any]]:
-    """The table's commit history, oldest first."""
-    response = http.get(f"/tables/{table_id}/commits", params={"limit": 1000})
-    assert response.status_code == 200, response.text
-    return sorted(response.json()["commits"], key=lambda c: c["id"])
+    return CommitRequest.model_validate(append_commit(table, rows, user="native-job", identifier=identifier))
 
 
 def snapshot_on_storage(table: PaimonTable, snapshot_id: int) -> Snapshot:
@@ -119,7 +106,9 @@ def test_a_rest_commit_whose_base_moved(
             rest.result(timeout=60)
 
         third = snapshot_on_storage(native, 3)
-        attempts = [c for c in history(http, "db.events") if c["commitUser"] == third.commit_user]
+        attempts = [
+            c for c in history(http, "db.events", oldest_first=True) if c["commitUser"] == third.commit_user
+        ]
         assert [c["outcome"] for c in attempts] == outcomes
         if len(attempts) == 2:
             assert attempts[0]["conflict"]["type"] == "BASE_SNAPSHOT_MOVED"
@@ -175,7 +164,9 @@ def test_the_same_snapshot_posted_twice_makes_one_snapshot(live_server: LiveServ
         again = http.post(path, json=body, headers={"Authorization": "Bearer t"})
         assert again.json() == {"success": True}
         assert latest_id(http, "db.resent") == 2
-        committed = [c for c in history(http, "db.resent") if c["commitUser"] == second.commit_user]
+        committed = [
+            c for c in history(http, "db.resent", oldest_first=True) if c["commitUser"] == second.commit_user
+        ]
         assert [c["outcome"] for c in committed] == ["committed"]
     assert len(read_rows(table)) == 4
 
@@ -331,7 +322,9 @@ def test_the_compaction_of_a_commit_sent_as_its_own_snapshot_joins_its_history_r
             answer = http.post(path, json=body, headers={"Authorization": "Bearer t"})
             assert answer.json() == {"success": True}, answer.text
         assert latest_id(http, "db.java") == 2
-        rows = [c for c in history(http, "db.java") if c["commitUser"] == first.commit_user]
+        rows = [
+            c for c in history(http, "db.java", oldest_first=True) if c["commitUser"] == first.commit_user
+        ]
         assert [c["snapshots"] for c in rows] == [
             [{"id": 1, "commitKind": "APPEND"}, {"id": 2, "commitKind": "COMPACT"}]
         ]

@@ -66,7 +66,7 @@ def test_sql_through_the_coordinator_then_pypaimon_then_a_native_commit(
     late = [{"id": 4, "dt": "b", "amount": 4.5}]
     request = {
         "commitUser": "native-job",
-        "messages": [native.message(late[0], newFiles=[native.append_file(late)])],
+        "messages": [native.append_message(late)],
     }
     with CoordinatorClient(live_server.url) as client:
         committed = client.commit("sales.orders", request)

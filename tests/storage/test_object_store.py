@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from coordinator.settings import Settings
 from coordinator_client import CoordinatorClient
+from tests.support.commits import commit_request
 from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows, tree_digest
 from tests.support.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
 from tests.support.served import LiveServer, ServedCoordinator
@@ -25,11 +26,7 @@ FIELDS = {"dt": "STRING", "id": "BIGINT"}
 def _commit_body(
     table: PaimonTable, user: str, identifier: int, files: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    return {
-        "commitUser": user,
-        "identifier": identifier,
-        "messages": [table.message({"dt": "a"}, newFiles=files)],
-    }
+    return commit_request([table.message({"dt": "a"}, newFiles=files)], user=user, identifier=identifier)
 
 
 def test_a_table_answers_its_location_with_the_scheme(

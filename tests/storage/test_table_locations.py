@@ -42,7 +42,7 @@ def listing(root: Path) -> dict[str, str]:
 
 def append(api: TestClient, table: PaimonTable, ids: range, dt: str = "a") -> int:
     rows = [{"dt": dt, "id": i} for i in ids]
-    snapshots = commit(api, table, [table.message(rows[0], newFiles=[table.append_file(rows)])])
+    snapshots = commit(api, table, [table.append_message(rows)])
     return int(snapshots[-1]["id"])
 
 

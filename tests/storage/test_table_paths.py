@@ -301,7 +301,7 @@ def _outsider_snapshots(two: TwoTables, *, deleted_again: bool) -> None:
         write_bytes(f"{a.location}/snapshot/snapshot-3", json.dumps(third).encode())
     native = PaimonTable(two.http.get("/tables/a.t1").json())
     rows = [{"dt": "x", "id": 7}]
-    message = native.message(rows[0], newFiles=[native.append_file(rows)])
+    message = native.append_message(rows)
     committed = two.http.post(
         "/tables/a.t1/commits", json={"commitUser": "native", "identifier": 1, "messages": [message]}
     )

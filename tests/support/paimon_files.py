@@ -30,7 +30,7 @@ from coordinator_client.spark.layout import arrow_type, filesystem
 from tests.support.seaweed import pypaimon_options
 
 if TYPE_CHECKING:
-    from fastapi.testclient import TestClient
+    pass
 
 VALUE_KINDS = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
 
@@ -141,6 +141,10 @@ class PaimonTable:
         )
         return meta
 
+    def append_message(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """A commit message adding one new append-table data file of `rows` (one partition)."""
+        return self.message(rows[0], newFiles=[self.append_file(rows)])
+
     def message(self, row: dict[str, Any], **files: list[dict[str, Any]]) -> dict[str, Any]:
         """A commit message for the partition and bucket of `row`."""
         return {
@@ -200,7 +204,7 @@ def table_request(database: str, name: str, fields: dict[str, str], **body: Any)
 class Poster(Protocol):
     """Raw HTTP: a TestClient, an httpx.Client, or a wrapper that adds a token."""
 
-    def post(self, url: str, /, *, json: Any) -> httpx.Response: ...
+    def post(self, url: str, /, *, json: Any, headers: dict[str, str] | None = ...) -> httpx.Response: ...
 
 
 def create_table(
@@ -211,10 +215,14 @@ def create_table(
     **body: Any,
 ) -> PaimonTable:
     """Create the table through the API (raw HTTP or the client package) and wrap the answer."""
-    payload = table_request(database, name, fields, **body)
+    return created(client, table_request(database, name, fields, **body))
+
+
+def created(client: Poster | CoordinatorClient, request: dict[str, Any]) -> PaimonTable:
+    """Create the table of a CreateTableRequest (JSON), which must succeed, and wrap the answer."""
     if isinstance(client, CoordinatorClient):
-        return PaimonTable(client.create_table(payload).model_dump(mode="json", by_alias=True))
-    response = client.post("/tables", json=payload)
+        return PaimonTable(client.create_table(request).model_dump(mode="json", by_alias=True))
+    response = client.post("/tables", json=request)
     assert response.status_code == 201, response.text
     return PaimonTable(response.json())
 
@@ -234,17 +242,16 @@ def group_by_bucket(
 ORDER_FIELDS = {"dt": "STRING", "id": "BIGINT", "v": "STRING"}
 
 
-def pk_table(api: TestClient, name: str = "orders") -> PaimonTable:
+def pk_table_request(name: str = "orders") -> dict[str, Any]:
     """sales.<name>: a primary-key table partitioned by dt, keyed by (dt, id), in 2 buckets."""
-    return create_table(
-        api,
-        "sales",
-        name,
-        ORDER_FIELDS,
-        partitionKeys=["dt"],
-        primaryKeys=["dt", "id"],
-        options={"bucket": "2"},
+    return table_request(
+        "sales", name, ORDER_FIELDS, partitionKeys=["dt"], primaryKeys=["dt", "id"], options={"bucket": "2"}
     )
+
+
+def pk_table(api: Poster, name: str = "orders") -> PaimonTable:
+    """sales.<name> (pk_table_request), created."""
+    return created(api, pk_table_request(name))
 
 
 def rows_in_bucket(table: PaimonTable, bucket: int, ids: range, dt: str = "a") -> list[dict[str, Any]]:

@@ -30,7 +30,7 @@ from coordinator.usecases.commits import Committer
 from coordinator_client import AsyncCoordinatorClient, BadRequest, CoordinatorClient
 from coordinator_client.cli import main
 from coordinator_client.models import AddColumn, AlterTableRequest, CommitRequest, Move, RenameColumn
-from tests.support.commits import commit
+from tests.support.commits import commit, history
 from tests.support.paimon_files import (
     PaimonTable,
     create_table,
@@ -59,16 +59,11 @@ def alter(api: TestClient, table: PaimonTable, *changes: dict[str, Any]) -> Paim
 
 
 def append(api: TestClient, table: PaimonTable, rows: list[dict[str, Any]]) -> None:
-    commit(api, table, [table.message(rows[0], newFiles=[table.append_file(rows)])])
+    commit(api, table, [table.append_message(rows)])
 
 
 def schema_files(table: PaimonTable) -> list[str]:
     return [n for n in file_names(f"{table.location}/schema") if n.startswith("schema-")]
-
-
-def history(api: TestClient, table: PaimonTable) -> list[dict[str, Any]]:
-    commits: list[dict[str, Any]] = api.get(f"/tables/{table.id}/commits").json()["commits"]
-    return commits
 
 
 def test_a_column_added_later_reads_as_null_in_old_files_and_with_values_in_new_ones(
@@ -109,7 +104,7 @@ def test_a_column_added_later_reads_as_null_in_old_files_and_with_values_in_new_
 
 
 def _batch(table: PaimonTable, rows: list[dict[str, Any]]) -> CommitRequest:
-    messages = [table.message(rows[0], newFiles=[table.append_file(rows)])]
+    messages = [table.append_message(rows)]
     return CommitRequest.model_validate({"commitUser": f"job-{uuid.uuid4()}", "messages": messages})
 
 
@@ -209,7 +204,7 @@ def test_a_refused_alter_names_the_change_and_changes_nothing(
     storage = tree_digest(table.location)
     with services.engine.connect() as conn:
         row_before = conn.execute(select(TableRow.schema_id, TableRow.schema_json)).all()
-    actions_before = [c["action"] for c in history(api, table)]
+    actions_before = [c["action"] for c in history(api, table.id)]
 
     response = api.post(f"/tables/{table.id}/schema", json={"changes": changes})
     assert response.status_code == 422, response.text
@@ -221,7 +216,7 @@ def test_a_refused_alter_names_the_change_and_changes_nothing(
     assert schema_files(table) == ["schema-0"]
     with services.engine.connect() as conn:
         assert conn.execute(select(TableRow.schema_id, TableRow.schema_json)).all() == row_before
-    assert [c["action"] for c in history(api, table)] == actions_before
+    assert [c["action"] for c in history(api, table.id)] == actions_before
     assert api.get(f"/tables/{table.id}").json()["schema"]["id"] == 0
 
 
@@ -272,7 +267,7 @@ def test_set_options_is_an_alter_of_options_and_keeps_its_field_names(api: TestC
     assert [n for n, _ in moved.fields] == ["v", "dt", "id"]
     assert json.loads(read_text(f"{table.location}/schema/schema-2"))["options"]["write-only"] == "true"
     assert schema_files(table) == ["schema-0", "schema-1", "schema-2"]
-    assert [c["action"] for c in history(api, table)][:2] == ["alter-table", "set-options"]
+    assert [c["action"] for c in history(api, table.id)][:2] == ["alter-table", "set-options"]
 
 
 @pytest.mark.stores("local")
@@ -300,11 +295,6 @@ async def test_the_async_client_and_the_command_alter_too(live_server: LiveServe
     assert main(["--url", live_server.url, "alter", table.id, json.dumps(move)]) == 0
     with CoordinatorClient(live_server.url) as client:
         assert [f.name for f in client.get_table(table.id).schema_.fields] == ["c", "b"]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.mark.stores("local")

@@ -22,7 +22,7 @@ def test_partitioned_append_table_after_three_commits(api: TestClient, warehouse
     for i in range(3):
         rows = [{"dt": f"2024-01-0{1 + i % 2}", "id": i * 100 + j, "v": j / 4} for j in range(7)]
         expected += rows
-        snapshots = commit(api, table, [table.message(rows[0], newFiles=[table.append_file(rows)])])
+        snapshots = commit(api, table, [table.append_message(rows)])
         assert snapshots == [{"id": i + 1, "commitKind": "APPEND"}]
         assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(expected)
     assert pypaimon_rows(warehouse_location, table.id, snapshot_id=1) == sorted_rows(expected[:7])

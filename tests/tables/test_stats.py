@@ -214,7 +214,7 @@ def test_group_commits_move_the_size_by_every_member(
             with httpx.Client(base_url=live_server.url, timeout=60) as own:
                 for j in range(4):
                     data = rows(f"p{k}", range(100 * k + 10 * j, 100 * k + 10 * j + 3))
-                    message = table.message(data[0], newFiles=[table.append_file(data)])
+                    message = table.append_message(data)
                     body = {"commitUser": f"w{k}", "identifier": j + 1, "messages": [message]}
                     response = own.post(f"/tables/{table.id}/commits", json=body)
                     assert response.status_code == 201, response.text

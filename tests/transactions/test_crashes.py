@@ -28,7 +28,7 @@ def _body(tables: list[PaimonTable]) -> dict[str, Any]:
         "commitUser": "loader",
         "identifier": 1,
         "tables": [
-            {"table": t.id, "messages": [t.message({"id": i}, newFiles=[t.append_file([{"id": i}])])]}
+            {"table": t.id, "messages": [t.append_message([{"id": i}])]}
             for i, t in enumerate(tables, start=1)
         ],
     }

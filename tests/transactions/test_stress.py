@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from coordinator_client import CoordinatorClient
+from tests.support.commits import append_commit
 from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows
 from tests.support.served import ServedCoordinator, emptied_replicas
 
@@ -54,10 +55,7 @@ def transaction_writer(n: int, urls: list[str], tables: list[dict[str, Any]]) ->
             body = {
                 "commitUser": f"tx-{n}",
                 "identifier": k,
-                "tables": [
-                    {"table": t.id, "messages": [t.message(row, newFiles=[t.append_file([row])])]}
-                    for t in pair
-                ],
+                "tables": [{"table": t.id, "messages": [t.append_message([row])]} for t in pair],
             }
             answer = client.commit_transaction(body)  # retries 503 and LOCK_LOST; resolves a lost answer
             assert [len(t.snapshots) for t in answer.tables] == [1, 1]
@@ -82,11 +80,7 @@ def test_six_processes_of_transactions_beside_single_commits_and_expiration(
             for k in range(SINGLES):
                 table = tables[k % len(tables)]
                 row = {"id": 900_000 + k}
-                body = {
-                    "commitUser": "single",
-                    "identifier": k,
-                    "messages": [table.message(row, newFiles=[table.append_file([row])])],
-                }
+                body = append_commit(table, [row], user="single", identifier=k)
                 client.commit(table.id, body)
                 expected[table.id].append(row["id"])
 

@@ -259,7 +259,7 @@ def test_transactions_over_random_pairs_beside_single_commits_land_whole_and_onc
                 "tables": [
                     {
                         "table": t.id,
-                        "messages": [t.message({"id": row}, newFiles=[t.append_file([{"id": row}])])],
+                        "messages": [t.append_message([{"id": row}])],
                     }
                     for t in pair
                 ],
@@ -277,7 +277,7 @@ def test_transactions_over_random_pairs_beside_single_commits_land_whole_and_onc
         for k in range(6):
             row = worker * 1000 + k
             table = rng.choice(tables)
-            message = table.message({"id": row}, newFiles=[table.append_file([{"id": row}])])
+            message = table.append_message([{"id": row}])
             body = {"commitUser": f"single-{worker}", "identifier": k, "messages": [message]}
             answer = send(f"/tables/{table.id}/commits", body)
             if answer.status_code != 201:
@@ -331,7 +331,7 @@ def test_retention_runs_after_a_transaction_as_after_a_commit(api: TestClient) -
     }
     fact, dim = (create_table(api, "sales", n, {"id": "BIGINT"}, options=retain) for n in ("fact", "dim"))
     for k in range(4):
-        changes = [(t, [t.message({"id": k}, newFiles=[t.append_file([{"id": k}])])]) for t in (fact, dim)]
+        changes = [(t, [t.append_message([{"id": k}])]) for t in (fact, dim)]
         assert transaction(api, changes, user="loader", identifier=k).status_code == 201
     for table in (fact, dim):
         assert latest_id(api, table) == 4
