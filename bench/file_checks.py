@@ -25,6 +25,7 @@ size-only. The files are real parquet files: one written per partition, the othe
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import json
 import os
@@ -40,7 +41,8 @@ from pathlib import Path
 from typing import Any
 
 if not __package__:  # run as a script: bench/ is on sys.path, the repository root not yet
-    from run import importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench.run import importable
 
     importable()
 
@@ -105,7 +107,7 @@ def measure(store: str, warehouse: str, db: Path, files: int, rounds: int, commi
         try:
             for _ in range(rounds):
                 for name, checker in (("size-only", sizes), ("reads only", reads), ("check", checks)):
-                    runs[name].append(timed(lambda checker=checker: checker.verify(table, resolved)))
+                    runs[name].append(timed(functools.partial(checker.verify, table, resolved)))
             whole = whole_commits(services, sizes, files, commits)
         finally:
             checks.close()

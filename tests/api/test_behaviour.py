@@ -24,7 +24,7 @@ def test_lock_held_past_the_acquire_timeout_is_a_503_with_retry_after(settings: 
     impatient = settings.model_copy(update={"lock_acquire_timeout_seconds": 0.3})
     with TestClient(create_app(impatient)) as api:
         table = create_table(api, "db", "t", {"id": "BIGINT"})
-        services = api.app.state.services  # type: ignore[attr-defined]
+        services = api.app.state.services
         lease = services.locks.acquire(f"table:{table.id}", "a-long-compaction", timeout_seconds=1)
         body = _body(table, "w", 1, {"id": 1})
         before = sorted(p.name for p in table.path.rglob("*"))
@@ -169,9 +169,12 @@ def test_a_commit_that_makes_no_snapshot_is_recorded_and_answered(api: TestClien
         "partitionKeys": ["dt"],
     }
     assert api.post("/tables", json=body).status_code == 201
-    for identifier, extra in enumerate(
-        [{}, {"overwrite": {"mode": "static", "partition": {"dt": "b"}}}, {"overwrite": {"mode": "table"}}]
-    ):
+    overwrites: list[dict[str, Any]] = [
+        {},
+        {"overwrite": {"mode": "static", "partition": {"dt": "b"}}},
+        {"overwrite": {"mode": "table"}},
+    ]
+    for identifier, extra in enumerate(overwrites):
         request = {"commitUser": "stream", "identifier": identifier, "messages": [], **extra}
         response = api.post("/tables/db.quiet/commits", json=request)
         assert response.status_code == 201, response.text

@@ -286,7 +286,7 @@ def test_rest_writers_on_two_replicas_lose_nothing_when_the_database_is_killed_a
 ) -> None:
     replicas = [
         ServedCoordinator(
-            database.url(), warehouse, tmp_path / f"replica-{i}.log", advertise=True, **REPLICA_ENV
+            database.url(), warehouse, tmp_path / f"replica-{i}.log", advertise=True, env=REPLICA_ENV
         )
         for i in range(2)
     ]

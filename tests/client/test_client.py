@@ -674,6 +674,7 @@ async def test_errors_map_to_the_tree(mode: str) -> None:
     with pytest.raises(BadRequest) as bad:
         await _call(mode, network, "get_table", "db.t")
     assert bad.value.field == "messages[0].bucket"
+    assert bad.value.body is not None
     assert bad.value.body.code == "INVALID_REQUEST"
     network = Network(httpx.Response(502, text="<html>bad gateway</html>"))
     with pytest.raises(ServerError) as gateway:

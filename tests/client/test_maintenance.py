@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -209,7 +209,8 @@ def test_tags_then_rollback_to_a_tag_and_to_a_snapshot(
 def test_rollback_and_tag_refusals(client: CoordinatorClient, http: httpx.Client) -> None:
     table = _table(http)
     _append(client, table, _rows(0, 1))
-    for target in ({}, {"snapshot_id": 1, "tag": "v1"}):
+    targets: list[dict[str, Any]] = [{}, {"snapshot_id": 1, "tag": "v1"}]
+    for target in targets:
         with pytest.raises(BadRequest) as ambiguous:
             client.rollback(table.id, **target)
         assert ambiguous.value.field == "snapshotId"
@@ -288,7 +289,7 @@ def test_clean_orphans_lists_then_deletes_only_old_unreferenced_files(
         make_old([young], 60)
     # Locally: two days and a minute old, told apart by the default (a day) and by 30 seconds; on S3 by
     # make_old's age and by none.
-    threshold = {} if s3_age is None else {"older_than_seconds": s3_age}
+    threshold: dict[str, float] = {} if s3_age is None else {"older_than_seconds": s3_age}
 
     dry = client.clean_orphans(table.id, dry_run=True, **threshold)
     assert dry.dry_run
@@ -300,7 +301,7 @@ def test_clean_orphans_lists_then_deletes_only_old_unreferenced_files(
         f"dt={DT}/bucket-0/{n}" for n in ("data-old-orphan.parquet", "data-young-orphan.parquet")
     ]
 
-    cleaned = client.clean_orphans(table.id, **threshold)
+    cleaned = client.clean_orphans(table.id, dry_run=False, **threshold)
     assert not cleaned.dry_run
     assert cleaned.files == dry.files
     assert not file_exists(old)
@@ -314,7 +315,7 @@ def test_clean_orphans_lists_then_deletes_only_old_unreferenced_files(
 
 
 def test_every_maintenance_call_on_a_missing_table_is_not_found(client: CoordinatorClient) -> None:
-    calls = {
+    calls: dict[str, Callable[[], object]] = {
         "set_options": lambda: client.set_options("db.missing", {"k": "v"}),
         "expire": lambda: client.expire("db.missing"),
         "list_tags": lambda: client.list_tags("db.missing"),

@@ -7,6 +7,7 @@ import io
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -226,7 +227,9 @@ def test_validation_is_timed_and_inside_the_total(services: Services) -> None:
     sink = io.BytesIO()
     pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), sink)
     data = sink.getvalue()
-    files = [{"fileName": f"data-{i}.parquet", "fileSize": len(data), "rowCount": 1} for i in range(3000)]
+    files: list[dict[str, Any]] = [
+        {"fileName": f"data-{i}.parquet", "fileSize": len(data), "rowCount": 1} for i in range(3000)
+    ]
     bucket = Path(table.location) / "bucket-0"
     bucket.mkdir()
     for f in files:

@@ -43,7 +43,9 @@ def replicas(database: str, warehouse: Path, tmp_path: Path) -> Iterator[list[Se
     started: list[ServedCoordinator] = []
     try:
         for name in "ab":
-            replica = ServedCoordinator(database, warehouse, tmp_path / f"{name}.log", advertise=True, **ENV)
+            replica = ServedCoordinator(
+                database, warehouse, tmp_path / f"{name}.log", advertise=True, env=ENV
+            )
             started.append(replica)
             replica.wait_healthy()
         yield started
@@ -57,7 +59,8 @@ def commit_body(table: PaimonTable, ids: range) -> dict[str, Any]:
 
 
 def events_table(replica: ServedCoordinator) -> PaimonTable:
-    return create_table(replica.http, *TABLE.split("."), FIELDS, partitionKeys=["dt"])
+    database, name = TABLE.split(".")
+    return create_table(replica.http, database, name, FIELDS, partitionKeys=["dt"])
 
 
 def held_for_a_second(database: str, table_id: str, holder_url: str) -> threading.Timer:

@@ -275,7 +275,7 @@ def test_a_lock_busy_past_the_timeout_answers_every_waiting_commit(settings: Any
 
     impatient = settings.model_copy(update={"lock_acquire_timeout_seconds": 0.5})
     with TestClient(create_app(impatient)) as api:
-        services: Services = api.app.state.services  # type: ignore[attr-defined]
+        services: Services = api.app.state.services
         table = create_table(api, "db", "events", {"id": "BIGINT", "w": "STRING"})
         outside = services.locks.acquire(f"table:{table.id}", "long-compaction", timeout_seconds=5)
         queued = Queued(services, table)

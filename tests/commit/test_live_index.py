@@ -128,7 +128,7 @@ def test_a_restarted_service_commits_an_append_without_opening_a_manifest(
         shutil.move(path, aside / path.name)
     with TestClient(create_app(settings)) as api:
         _append(api, table, 100, dt="new")
-        indexed = _indexed(api.app.state.services, table.id)  # type: ignore[attr-defined]
+        indexed = _indexed(api.app.state.services, table.id)
     for path in aside.iterdir():
         shutil.move(path, table.manifest_dir / path.name)
     assert len(indexed) == 16
@@ -150,7 +150,7 @@ def test_a_table_the_index_has_not_seen_is_indexed_by_its_next_commit(
         conn.execute(delete(LiveIndexRow).where(LiveIndexRow.table_id == table.id))
     engine.dispose()
     with TestClient(create_app(settings)) as api:
-        services: Services = api.app.state.services  # type: ignore[attr-defined]
+        services: Services = api.app.state.services
         assert _index_snapshot(services, table.id) is None
         sequences = api.get(f"/tables/{table.id}/sequence-numbers")
         assert sequences.status_code == 200, sequences.text  # answered from manifests meanwhile

@@ -51,7 +51,10 @@ def _manifests_of(table: PaimonTable, snapshot_id: int) -> tuple[list[Any], list
     import json
 
     snapshot = json.loads((table.path / "snapshot" / f"snapshot-{snapshot_id}").read_text())
-    read = lambda name: decode_manifest_list((table.path / "manifest" / name).read_bytes())  # noqa: E731
+
+    def read(name: str) -> list[Any]:
+        return decode_manifest_list((table.path / "manifest" / name).read_bytes())
+
     return read(snapshot["baseManifestList"]), read(snapshot["deltaManifestList"])
 
 
@@ -90,7 +93,7 @@ def test_full_compaction_cancels_add_delete_pairs(services: Services, warehouse:
     live: list[dict[str, Any]] = []
     model: dict[int, dict[str, Any]] = {}
     for i in range(12):
-        rows = [{"dt": "a", "id": i * 10 + j} for j in range(10)]
+        rows: list[dict[str, Any]] = [{"dt": "a", "id": i * 10 + j} for j in range(10)]
         f = table.pk_file(rows, first_sequence=sequence)
         sequence += 10
         _commit(services, table, f"w-{i}", [table.message(rows[0], newFiles=[f])])

@@ -55,7 +55,7 @@ def start_replica(empty_pg: str, warehouse: Path, tmp_path: Path) -> Iterator[An
 
     def start() -> ServedCoordinator:
         replica = ServedCoordinator(
-            empty_pg, warehouse, tmp_path / f"replica-{len(started)}.log", **REPLICA_ENV
+            empty_pg, warehouse, tmp_path / f"replica-{len(started)}.log", env=REPLICA_ENV
         )
         started.append(replica)
         return replica
@@ -74,7 +74,8 @@ def two_replicas(start_replica: Any) -> tuple[ServedCoordinator, ServedCoordinat
 
 
 def create_events(http: httpx.Client, partition_key: str, **body: Any) -> PaimonTable:
-    return create_table(http, *TABLE.split("."), FIELDS, partitionKeys=[partition_key], **body)
+    database, name = TABLE.split(".")
+    return create_table(http, database, name, FIELDS, partitionKeys=[partition_key], **body)
 
 
 def commit_on(replica: ServedCoordinator, table: PaimonTable, rows: list[dict[str, Any]]) -> httpx.Response:

@@ -284,7 +284,7 @@ def test_a_streaming_checkpoint_resent_through_the_rest_catalog_is_one_commit(
     before = http.get("/tables/db.stream/commits").json()
     with pytest.raises(Exception) as refused:  # noqa: PT011 (pypaimon wraps the answer in its own errors)
         commit.commit(messages(2), 1)
-    chain = [refused.value]
+    chain: list[BaseException] = [refused.value]
     while chain[-1].__cause__ is not None:
         chain.append(chain[-1].__cause__)
     assert any("an identifier names one commit" in str(e) for e in chain), chain

@@ -78,7 +78,9 @@ def outcome_queries(caplog: pytest.LogCaptureFixture, write: Write) -> int:
     return sum(
         1
         for r in caplog.records
-        if r.name == "coordinator.access" and getattr(r, "path", "").endswith(tail) and r.method == "GET"
+        if r.name == "coordinator.access"
+        and getattr(r, "path", "").endswith(tail)
+        and getattr(r, "method", None) == "GET"
     )
 
 

@@ -134,9 +134,10 @@ def test_expiring_ten_thousand_snapshots_takes_bounded_batches_and_lets_a_commit
 
     def commit_many(worker: int, count: int) -> None:
         for i in range(count):
-            meta = {"fileName": f"data-{uuid.uuid4()}-0.parquet", "fileSize": len(one_row), "rowCount": 1}
+            name = f"data-{uuid.uuid4()}-0.parquet"
+            meta = {"fileName": name, "fileSize": len(one_row), "rowCount": 1}
             (table.path / "bucket-0").mkdir(exist_ok=True)
-            (table.path / "bucket-0" / meta["fileName"]).write_bytes(one_row)
+            (table.path / "bucket-0" / name).write_bytes(one_row)
             message = {"bucket": 0, "newFiles": [meta]}
             request = {"commitUser": f"w{worker}", "identifier": i, "messages": [message]}
             services.committer.commit(table.id, CommitRequest.model_validate(request))

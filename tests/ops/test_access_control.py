@@ -25,7 +25,7 @@ from coordinator.app import create_app
 from coordinator.cli import main as coordinator_main
 from coordinator.settings import Settings
 from coordinator_client import CoordinatorClient, Forbidden, Unauthorized
-from tests.support.commits import append_commit
+from tests.support.commits import append_commit, post_commit
 from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows
 from tests.support.served import LiveServer, free_port, wait_healthy
 from tests.support.tokens import Authed, bearer
@@ -56,7 +56,7 @@ class Tokens:
 @pytest.fixture
 def secured(settings: Settings) -> Iterator[tuple[TestClient, Tokens]]:
     with TestClient(create_app(settings.model_copy(update={"require_tokens": True}))) as client:
-        tokens = Tokens(client.app.state.services.tokens)  # type: ignore[attr-defined]
+        tokens = Tokens(client.app.state.services.tokens)
         yield client, tokens
 
 
@@ -123,7 +123,7 @@ def test_a_writer_commits_only_inside_its_grant(secured: tuple[TestClient, Token
 
     def commit(table: PaimonTable, token: str, row: int) -> httpx.Response:
         body = append_commit(table, [{"id": row}], user=f"user-{row}")
-        return client.post(f"/tables/{table.id}/commits", json=body, headers=bearer(token))
+        return post_commit(client, table, body, headers=bearer(token))
 
     assert commit(in_a, tokens.writer_a, 1).status_code == 201
     assert commit(other_in_a, tokens.writer_a, 2).status_code == 201

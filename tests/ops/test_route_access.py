@@ -171,7 +171,7 @@ def test_every_route_answers_every_role_as_the_readme_says(secured: LiveServer, 
         assert {role for _, role in allowed} == set(ROLES)
 
         before = _state(http, admin, warehouse)
-        wrong = []
+        wrong: list[tuple[str, str, str, int | str, int, str]] = []
         for (method, path), role in refused:
             answer = walk.send(http, method, path, role)
             want = int(answer_class(expected[(method, path)][role]))

@@ -241,7 +241,8 @@ def _propose(f: Fuzzed, case: tuple[str, Any]) -> dict[str, Any]:
             "schemaId": "schema_id",
             "fileName": "file_name",
         }[field]
-        meta = dataclasses.replace(meta, **{attribute: _name(f, value) if field == "fileName" else value})
+        changed: dict[str, Any] = {attribute: _name(f, value) if field == "fileName" else value}
+        meta = dataclasses.replace(meta, **changed)
     manifest_bytes = manifest
     delta_list = encode_manifest_list([meta])
     base_list = encode_manifest_list(base_metas)

@@ -31,8 +31,7 @@ def test_a_client_without_store_credentials_writes_and_reads_on_s3(
         database_url,
         warehouse_location,
         log,
-        COORDINATOR_REQUIRE_TOKENS="true",
-        COORDINATOR_LOG_FORMAT="json",
+        env={"COORDINATOR_REQUIRE_TOKENS": "true", "COORDINATOR_LOG_FORMAT": "json"},
     ) as served:
         engine = make_engine(database_url)
         tokens = TokenStore(engine)

@@ -86,8 +86,7 @@ def served(database_url: str, warehouse_location: str, tmp_path: Path) -> Iterat
         database_url,
         warehouse_location,
         tmp_path / "coordinator.log",
-        COORDINATOR_REQUIRE_TOKENS="true",
-        COORDINATOR_LOG_FORMAT="json",
+        env={"COORDINATOR_REQUIRE_TOKENS": "true", "COORDINATOR_LOG_FORMAT": "json"},
     ) as coordinator:
         yield coordinator
 
@@ -159,8 +158,7 @@ def test_readers_get_read_only_sessions_when_the_operator_says_so(
         database_url,
         warehouse_location,
         tmp_path / "coordinator.log",
-        COORDINATOR_REQUIRE_TOKENS="true",
-        COORDINATOR_DATA_TOKEN_READERS="true",
+        env={"COORDINATOR_REQUIRE_TOKENS": "true", "COORDINATOR_DATA_TOKEN_READERS": "true"},
     ) as served:
         tokens = Tokens(database_url)
         admin = rest_catalog(served.url, tokens.admin)

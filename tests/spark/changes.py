@@ -29,7 +29,7 @@ class Writer:
         self.spark, self.client, self.table = spark, client, table
         self.changes: dict[int, list[Change]] = {}
 
-    def commit(self, rows: list[tuple[int, str]], *, delete: bool = False) -> int:
+    def commit(self, rows: list[tuple[int, str | None]], *, delete: bool = False) -> int:
         frame = self.spark.createDataFrame(rows, "id long, v string")
         answer = write(frame, self.table, client=self.client, mode="delete" if delete else "append")
         (snapshot,) = [s.id for s in answer.snapshots]

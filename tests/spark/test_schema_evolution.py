@@ -7,7 +7,7 @@ compaction rewrites the old files under the new schema; pypaimon, the judge, agr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pytest
@@ -20,7 +20,7 @@ from tests.support.paimon_files import create_table, pypaimon_table
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-CHANGES = [
+CHANGES: list[dict[str, Any]] = [
     {"action": "addColumn", "fieldNames": ["qty"], "dataType": "BIGINT"},
     {"action": "renameColumn", "fieldNames": ["v"], "newName": "label"},
     {"action": "updateColumnType", "fieldNames": ["n"], "newDataType": "BIGINT"},

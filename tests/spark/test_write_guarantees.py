@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 import pytest
@@ -136,9 +136,14 @@ class PlanTogether(CoordinatorClient):
         self.barrier = threading.Barrier(2, timeout=60)
 
     def live_files(
-        self, table_id: str, snapshot: int | None = None, partition: Mapping[str, Any] | None = None
+        self,
+        table_id: str,
+        snapshot: int | None = None,
+        partition: Mapping[str, Any] | None = None,
+        *,
+        scope: Literal["all", "delta"] = "all",
     ) -> FileListResponse:
-        answer = super().live_files(table_id, snapshot, partition)
+        answer = super().live_files(table_id, snapshot, partition, scope=scope)
         self.barrier.wait()
         return answer
 

@@ -24,9 +24,9 @@ OWNED_TABLES = tuple(name for name in Base.metadata.tables if name != "alembic_v
 def fresh_database(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A migrated SQLite file in `tmp_path`, or the session's PostgreSQL database (`pg_url`) emptied."""
     if backend == "sqlite":
-        url = f"sqlite:///{tmp_path}/coordinator.db"
-        upgrade(url)
-        return url
+        sqlite_url = f"sqlite:///{tmp_path}/coordinator.db"
+        upgrade(sqlite_url)
+        return sqlite_url
     url: str = request.getfixturevalue("pg_url")
     engine = create_engine(url)
     with engine.begin() as conn:

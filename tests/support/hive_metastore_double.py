@@ -184,8 +184,10 @@ class _ListeningSocket(TServerSocket):
     """Listens as soon as it is made, so the port the system chose for port 0 is known before serving."""
 
     def __init__(self) -> None:
-        super().__init__(host="127.0.0.1", port=0, client_timeout=None)
-        super().listen()
+        # thriftpy2's transport classes carry no annotations, hence the ignores (as in coordinator.locks).
+        super().__init__(host="127.0.0.1", port=0, client_timeout=None)  # type: ignore[no-untyped-call]
+        super().listen()  # type: ignore[no-untyped-call]
+        assert self.sock is not None
         self.port: int = self.sock.getsockname()[1]
 
     def listen(self) -> None:
@@ -219,4 +221,4 @@ class HiveMetastoreLockDouble:
         # The accept loop only sees that it was closed once accept returns: let it accept once more.
         socket.create_connection(("127.0.0.1", self._socket.port)).close()
         self._thread.join(timeout=5)
-        self._socket.close()
+        self._socket.close()  # type: ignore[no-untyped-call]

@@ -187,7 +187,7 @@ def pypaimon_rows(
     return sorted_rows(pypaimon_table(warehouse, table_id, snapshot_id).to_pylist())
 
 
-def sorted_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def sorted_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted((dict(r) for r in rows), key=lambda r: tuple(str(v) for v in r.values()))
 
 

@@ -69,7 +69,7 @@ class PausedCall(Generic[T]):
         return self._trace  # to see this frame's return event
 
     def _run(self) -> None:
-        sys.settrace(self._trace)  # type: ignore[arg-type]
+        sys.settrace(self._trace)
         try:
             self._result = self._call()
         except BaseException as error:  # handed to resume()

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -115,11 +115,12 @@ class ServedCoordinator:
         *,
         advertise: bool = False,
         stop_at: tuple[str, int, Path] | None = None,
-        **env: str,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         """`advertise`: the replica announces its URL, so other replicas forward commits to it.
         `stop_at`: ("module:Class.method" or "module:function", n, marker) makes the process stop at
-        the nth call of it, touching `marker` (the code under test is not changed)."""
+        the nth call of it, touching `marker` (the code under test is not changed). `env`: variables
+        set in its environment besides the database and the warehouse (COORDINATOR_* settings)."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
@@ -138,7 +139,7 @@ class ServedCoordinator:
             program = ["-c", code]
         self.process = subprocess.Popen(
             [sys.executable, *program, "serve", "--port", str(self.port)],
-            env={**os.environ, **settings, **env},
+            env={**os.environ, **settings, **(env or {})},
             stdout=self._sink,
             stderr=subprocess.STDOUT,
         )
@@ -174,7 +175,7 @@ def emptied_replicas(
         conn.execute(text(f"TRUNCATE {', '.join(OWNED_TABLES)} RESTART IDENTITY CASCADE"))
     engine.dispose()
     replicas = [
-        ServedCoordinator(pg_url, warehouse, tmp_path / f"replica-{i}.log", **env) for i in range(count)
+        ServedCoordinator(pg_url, warehouse, tmp_path / f"replica-{i}.log", env=env) for i in range(count)
     ]
     try:
         for replica in replicas:

@@ -9,7 +9,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_for(predicate: Callable[[], T], what: str, seconds: float = 30, every: float = 0.05) -> T:
+def wait_for(predicate: Callable[[], T | None], what: str, seconds: float = 30, every: float = 0.05) -> T:
     """Call `predicate` until it returns something true, and return that; fails naming `what` once
     `seconds` have passed."""
     deadline = time.monotonic() + seconds

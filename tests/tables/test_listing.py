@@ -42,7 +42,7 @@ def pages(http: httpx.Client, path: str = "/tables", **params: Any) -> Iterator[
         if path == "/tables":
             yield [(t["database"], t["name"]) for t in listed]
         else:
-            yield [tuple(t["tableId"].split(".", 1)) for t in listed]  # type: ignore[misc]
+            yield [tuple(t["tableId"].split(".", 1)) for t in listed]
         token = body["nextPageToken"]
         if token is None:
             return

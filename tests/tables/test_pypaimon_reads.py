@@ -94,7 +94,9 @@ def test_primary_key_table_updates_deletes_then_compaction_then_overwrite(
     sequence = _pk_commit(api, table, inserts, 0)
     _apply(model, inserts)
     # Overlapping level-0 files: updates of 0..19 and deletes of 30..34 in both partitions.
-    changes = [{"dt": dt, "id": i, "v": f"v1-{i}"} for dt in ("a", "b") for i in range(20)]
+    changes: list[dict[str, Any]] = [
+        {"dt": dt, "id": i, "v": f"v1-{i}"} for dt in ("a", "b") for i in range(20)
+    ]
     changes += [{"dt": dt, "id": i, "v": None, "_kind": "-D"} for dt in ("a", "b") for i in range(30, 35)]
     sequence = _pk_commit(api, table, changes, sequence)
     _apply(model, changes)

@@ -167,9 +167,9 @@ async def test_both_clients_list_a_snapshots_added_files(live_server: LiveServer
     with httpx.Client(base_url=live_server.url, timeout=60) as http:
         table = create_table(http, "db", "t", {"dt": "STRING", "id": "BIGINT"}, partitionKeys=["dt"])
         first = table.append_file([{"dt": "a", "id": 1}])
-        commit(http, table, [table.message({"dt": "a"}, newFiles=[first])])  # type: ignore[arg-type]
+        commit(http, table, [table.message({"dt": "a"}, newFiles=[first])])
         second = table.append_file([{"dt": "b", "id": 2}])
-        commit(http, table, [table.message({"dt": "b"}, newFiles=[second])])  # type: ignore[arg-type]
+        commit(http, table, [table.message({"dt": "b"}, newFiles=[second])])
     with CoordinatorClient(live_server.url, timeout=60) as client:
         with client.scan_plan(table.id, 2, scope="delta") as plan:
             assert plan.snapshot_id == 2

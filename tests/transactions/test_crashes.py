@@ -65,7 +65,7 @@ def _killed_in_a_transaction(
     marker = tmp_path / "stopped"
     where, nth = stop
     with ServedCoordinator(
-        database_url, warehouse, tmp_path / "doomed.log", stop_at=(where, nth, marker), **LEASE
+        database_url, warehouse, tmp_path / "doomed.log", stop_at=(where, nth, marker), env=LEASE
     ) as doomed:
         fact, dim = (create_table(doomed.http, "sales", name, {"id": "BIGINT"}) for name in ("fact", "dim"))
         body = _body([fact, dim])
@@ -80,7 +80,7 @@ def test_killed_before_the_second_table_is_published_both_show_it_after_a_restar
     fact, dim, body = _killed_in_a_transaction(stop, database_url, warehouse, tmp_path)
     assert file_exists(f"{fact.location}/snapshot/snapshot-1")
     assert not file_exists(f"{dim.location}/snapshot/snapshot-1")  # the commit point decided it; unpublished
-    with ServedCoordinator(database_url, warehouse, tmp_path / "restarted.log", **LEASE) as restarted:
+    with ServedCoordinator(database_url, warehouse, tmp_path / "restarted.log", env=LEASE) as restarted:
         # Start-up recovery published the rest: no request needed.
         assert pypaimon_rows(warehouse, fact.id) == [{"id": 1}]
         assert pypaimon_rows(warehouse, dim.id) == [{"id": 2}]
@@ -95,7 +95,7 @@ def test_killed_before_the_commit_point_neither_shows_it_and_a_resend_commits_it
 ) -> None:
     stop = ("coordinator.usecases.commit_records:commit_point", 1)
     fact, dim, body = _killed_in_a_transaction(stop, database_url, warehouse, tmp_path)
-    with ServedCoordinator(database_url, warehouse, tmp_path / "restarted.log", **LEASE) as restarted:
+    with ServedCoordinator(database_url, warehouse, tmp_path / "restarted.log", env=LEASE) as restarted:
         for table in (fact, dim):
             assert restarted.http.get(f"/tables/{table.id}/snapshots/latest").status_code == 404
             assert pypaimon_rows(warehouse, table.id) == []

@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from coordinator.services import Services
 from coordinator.usecases.commit_records import commit_point
 from coordinator_client.models import TransactionRequest
-from tests.support.commits import Changes, commit, new_file, transaction, transaction_body
+from tests.support.commits import Changes, commit, commit_request, new_file, transaction, transaction_body
 from tests.support.paimon_files import (
     PaimonTable,
     create_table,
@@ -149,11 +149,7 @@ def test_a_resend_answers_the_recorded_snapshots(api: TestClient) -> None:
 def test_an_identifier_a_single_commit_used_is_refused(api: TestClient) -> None:
     orders, customers = pk_table(api, "orders"), pk_table(api, "customers")
     rows = rows_in_bucket(orders, 0, range(5))
-    body = {
-        "commitUser": "cdc",
-        "identifier": 9,
-        "messages": new_file(orders, rows),
-    }
+    body = commit_request(new_file(orders, rows), user="cdc", identifier=9)
     assert api.post(f"/tables/{orders.id}/commits", json=body).status_code == 201
     customer_rows = rows_in_bucket(customers, 0, range(5))
     answer = transaction(
