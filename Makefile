@@ -4,7 +4,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/constraints.txt
 
-.PHONY: serve services test test-fast lint pytest bench openapi examples install install-dev clean
+.PHONY: serve services test lint test-fast test-browser test-postgres test-s3 test-spark bench openapi examples \
+	install install-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,23 +31,46 @@ serve: install
 services:
 	bash .ci/services.sh
 
-## The whole suite: lint, type check, deployment files, then every test on SQLite and PostgreSQL.
-test: services install-dev lint pytest
+## The suite's lanes: marker expressions over the markers tests/conftest.py sets, each lane a make target of
+## its own. Every test is in exactly one lane (tests/test_lanes.py checks it against these lines): a test
+## needing Spark is in the Spark lane, else one driving Chromium in the browser lane, else one on S3 in the
+## S3 lane, else one on PostgreSQL or marked slow in the PostgreSQL lane; the rest is the fast lane.
+LANE_FAST := not slow and not postgres and not s3 and not spark and not browser
+LANE_BROWSER := browser and not spark
+LANE_POSTGRES := (postgres or slow) and not s3 and not spark and not browser
+LANE_S3 := s3 and not spark and not browser
+LANE_SPARK := spark
 
-## The fast lane while editing (about three minutes on 2 cores): SQLite and local disk only, no Spark, no
-## Chromium, nothing marked slow. PostgreSQL would add about a minute; `make test` runs every lane on both databases.
-test-fast: install-dev
-	$(BIN)/pytest -m "not slow and not spark and not browser and not postgres and not s3"
+## The whole suite, the cheap lanes first: lint (type check and deployment files too), then every lane.
+test: services install-dev lint test-fast test-browser test-postgres test-s3 test-spark
 
-lint:
+lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/docker-compose -f docker-compose.yml config --quiet
 
-pytest: services
-	$(BIN)/pytest
+## The fast lane while editing (about four minutes on 2 cores): SQLite and local disk only, no Spark, no
+## Chromium, nothing marked slow.
+test-fast: install-dev
+	$(BIN)/pytest -m "$(LANE_FAST)"
+
+## The dashboard in headless Chromium (Debian's, installed by install-dev), on SQLite and PostgreSQL.
+test-browser: services install-dev
+	$(BIN)/pytest -m "$(LANE_BROWSER)"
+
+## Every test on PostgreSQL (local disk), and the slow ones (concurrency, replicas, many commits, fuzzing).
+test-postgres: services install-dev
+	$(BIN)/pytest -m "$(LANE_POSTGRES)"
+
+## The storage-touching tests on a real S3 store (SeaweedFS on loopback), on SQLite and PostgreSQL.
+test-s3: services install-dev
+	$(BIN)/pytest -m "$(LANE_S3)"
+
+## PySpark: the data source, the writers and the example jobs (about seven minutes).
+test-spark: services install-dev
+	$(BIN)/pytest -m "$(LANE_SPARK)"
 
 bench: services install-dev
 	$(BIN)/python bench/run.py

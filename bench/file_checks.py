@@ -5,7 +5,7 @@ usage: .venv/bin/python bench/file_checks.py [--files 10000] [--rounds 5] [--com
 Before a commit takes its table's lock, the service checks every file it adds (usecases.file_checks).
 This measures that check on one commit of `--files` one-file messages over ten partitions of an append
 table (the suite's shape, parquet, 10 rows a file), on a local warehouse and on an S3 store (SeaweedFS
-on loopback, tests/seaweed.py), with the service's own FileIO, in one process:
+on loopback, tests/support/seaweed.py), with the service's own FileIO, in one process:
 
 - size-only: the check as it was before issue 28, measured in the same run: the size of every file
   (os.stat on local disk in turn; S3 HEAD, 32 at a time), nothing read;
@@ -25,6 +25,7 @@ size-only. The files are real parquet files: one written per partition, the othe
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import json
 import os
@@ -40,7 +41,8 @@ from pathlib import Path
 from typing import Any
 
 if not __package__:  # run as a script: bench/ is on sys.path, the repository root not yet
-    from run import importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench.run import importable
 
     importable()
 
@@ -58,7 +60,7 @@ from coordinator.usecases.tables import Table
 from coordinator_client.models import CommitRequest, CreateTableRequest
 from paimon_format.manifest_model import FileKind
 from paimon_format.partition_path import bucket_dir
-from tests.seaweed import BUCKET, seaweed
+from tests.support.seaweed import BUCKET, seaweed
 
 PARTITIONS = [f"p{i:02d}" for i in range(10)]
 SIZES_AT_ONCE = 32
@@ -105,7 +107,7 @@ def measure(store: str, warehouse: str, db: Path, files: int, rounds: int, commi
         try:
             for _ in range(rounds):
                 for name, checker in (("size-only", sizes), ("reads only", reads), ("check", checks)):
-                    runs[name].append(timed(lambda checker=checker: checker.verify(table, resolved)))
+                    runs[name].append(timed(functools.partial(checker.verify, table, resolved)))
             whole = whole_commits(services, sizes, files, commits)
         finally:
             checks.close()

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 if not __package__:  # run as a script: bench/ is on sys.path, the repository root not yet
-    from run import importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench.run import importable
 
     importable()
 
@@ -50,7 +51,7 @@ from bench.procs import progress
 from bench.pypaimon_bench import catalog_options
 from bench.service import CoordinatorProcess, postgres_database, sqlite_url
 from bench.table_files import AppendTable
-from tests.seaweed import BUCKET, seaweed, warehouse_uri
+from tests.support.seaweed import BUCKET, seaweed, warehouse_uri
 
 REPO = Path(__file__).resolve().parent.parent
 PARTITIONS = [f"p{i:02d}" for i in range(10)]

@@ -46,7 +46,7 @@ def catalog_options(warehouse: Path | str, endpoint: str | None = None) -> dict[
     """The filesystem catalog's options: a local folder, or `s3://...` on the S3 store at `endpoint`."""
     if endpoint is None:
         return {"warehouse": str(warehouse)}
-    from tests.seaweed import pypaimon_options
+    from tests.support.seaweed import pypaimon_options
 
     return {"warehouse": str(warehouse), **pypaimon_options(endpoint)}
 

@@ -33,7 +33,8 @@ from typing import Any
 import httpx
 
 if not __package__:  # run as a script: bench/ is on sys.path, the repository root not yet
-    from run import importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench.run import importable
 
     importable()
 
@@ -45,7 +46,7 @@ from bench.rest_report import report
 from bench.service import CoordinatorProcess, postgres_database, sqlite_url
 from bench.stats import median_phases
 from bench.suite import environment, revision, save
-from tests.seaweed import BUCKET, SeaweedFS
+from tests.support.seaweed import BUCKET, SeaweedFS
 
 STORES = ("local", "s3")
 DATABASES = ("sqlite", "postgres")

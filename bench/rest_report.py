@@ -141,8 +141,9 @@ def _steps(kind: str, p50s: dict[str, float], commit_p50: float) -> str:
 
 def _failure(failure: dict[str, Any]) -> str:
     """pypaimon's exception and the one it was raised from, shortened."""
-    cause = failure.get("cause", "None")
-    return failure["error"][:200] + ("" if cause == "None" else f" (from {cause[:200]})")
+    error: str = failure["error"]
+    cause: str = failure.get("cause", "None")
+    return error[:200] + ("" if cause == "None" else f" (from {cause[:200]})")
 
 
 def _service(service: dict[str, Any], post_p50: float) -> str:

@@ -27,7 +27,7 @@ def importable() -> None:
     """Let `python bench/run.py` find bench/ and, without an install, the three distributions.
 
     Spawned children (writers, the pypaimon baseline) inherit this sys.path from the parent. The other
-    scripts of bench/ run on their own call it too (`from run import importable`: bench/ is sys.path[0]).
+    scripts of bench/ run on their own call it too, once they have put the repository root on sys.path.
     """
     for path in (REPO / "service", REPO / "client", REPO / "format", REPO):
         if str(path) not in sys.path:

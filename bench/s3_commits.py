@@ -4,8 +4,8 @@ usage: python bench/s3_commits.py [--commits 100] [--writers 8] [--per-writer 20
                                   [--database sqlite|postgres] [--quick]
    or: python bench/run.py --s3 [the same options]
 
-SeaweedFS (`weed mini`, tests/seaweed.py) serves one bucket on loopback. The coordinator runs as a real
-`coordinator serve` process on the warehouse `s3://bucket/coordinator` (the endpoint comes from
+SeaweedFS (`weed mini`, tests/support/seaweed.py) serves one bucket on loopback. The coordinator runs as a
+real `coordinator serve` process on the warehouse `s3://bucket/coordinator` (the endpoint comes from
 AWS_ENDPOINT_URL, as a deployment would set it); pypaimon's own catalog uses `s3://bucket/pypaimon`.
 The method is that of shared/docs/object-storage.md, sections 3 and 4:
 
@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Any
 
 if not __package__:  # run as a script: bench/ is on sys.path, the repository root not yet
-    from run import importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench.run import importable
 
     importable()
 
@@ -74,7 +75,7 @@ from bench.service import CoordinatorProcess, postgres_database, sqlite_url
 from bench.stats import median_phases, summarize
 from bench.suite import busy_warning, environment, revision, revision_text, save
 from bench.verify import read_ids, verify_contention
-from tests.seaweed import BUCKET, SeaweedFS
+from tests.support.seaweed import BUCKET, SeaweedFS
 
 COORDINATOR_PREFIX = "coordinator"
 PYPAIMON_PREFIX = "pypaimon"

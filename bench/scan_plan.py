@@ -32,7 +32,7 @@ sys.path[:0] = [str(REPO / "format"), str(REPO / "client"), str(REPO / "service"
 from bench.metadata_table import MetadataTable, partition_name, write_metadata_table  # noqa: E402
 from bench.service import CHECKED_OUT, folders_at, free_port, service_env  # noqa: E402
 from coordinator_client import CoordinatorClient  # noqa: E402
-from tests.processes import stop_process  # noqa: E402
+from tests.support.processes import stop_process  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from types import TracebackType
 
 import httpx
 
-from tests import databases
-from tests.processes import stop_process
+from tests.support import databases
+from tests.support.processes import stop_process
 
 REPO = Path(__file__).resolve().parent.parent
 PG_SERVER = os.environ.get("COORDINATOR_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432")

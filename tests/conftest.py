@@ -4,28 +4,23 @@ storage-touching modules (those that set `STORES = ("local", "s3")`) also run on
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
-from sqlalchemy import create_engine, text
 
 from coordinator.app import create_app
 from coordinator.db.migrate import upgrade
-from coordinator.db.models import Base
 from coordinator.services import Services
 from coordinator.settings import Settings
-from tests.databases import postgres_database
-from tests.seaweed import BUCKET, SeaweedFS
+from coordinator_client import CoordinatorClient
+from tests.support.databases import fresh_database, postgres_database
+from tests.support.seaweed import BUCKET, SeaweedFS
+from tests.support.served import LiveServer
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -56,10 +51,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("store", stores, indirect=True)
 
 
-OWNED_TABLES = tuple(name for name in Base.metadata.tables if name != "alembic_version")
-"""The tables the service owns, emptied between PostgreSQL tests."""
-
-
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
     """A fresh PostgreSQL database for this test session, migrated by Alembic, dropped at the end."""
@@ -72,19 +63,6 @@ def pg_url() -> Iterator[str]:
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The metadata database of one test: a new SQLite file, or the session's PostgreSQL emptied."""
     return fresh_database(request.param, request, tmp_path)
-
-
-def fresh_database(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if backend == "sqlite":
-        url = f"sqlite:///{tmp_path}/coordinator.db"
-        upgrade(url)
-        return url
-    url: str = request.getfixturevalue("pg_url")
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        conn.execute(text(f"TRUNCATE {', '.join(OWNED_TABLES)} RESTART IDENTITY CASCADE"))
-    engine.dispose()
-    return url
 
 
 @pytest.fixture
@@ -151,61 +129,6 @@ def api(settings: Settings) -> Iterator[TestClient]:
         yield client
 
 
-def free_port() -> int:
-    """A loopback port nobody listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def wait_healthy(url: str, process: subprocess.Popen[Any] | None = None, seconds: float = 60) -> None:
-    """Until GET /health answers 200; fails early if the server's `process` exited."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert process is None or process.poll() is None, "coordinator exited at start"
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise TimeoutError(f"coordinator at {url} did not become healthy")
-
-
-class LiveServer:
-    """A real uvicorn server on a free loopback port, in a thread of this process."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.app = create_app(settings)
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> LiveServer:
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.01)
-        return self
-
-    @property
-    def url(self) -> str:
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{port}"
-
-    @property
-    def services(self) -> Services:
-        """The server's use cases, e.g. to play a second writer of the same instance."""
-        services: Services = self.app.state.services
-        return services
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=20)
-
-
 @pytest.fixture
 def live_server(settings: Settings) -> Iterator[LiveServer]:
     with LiveServer(settings) as server:
@@ -216,6 +139,26 @@ def live_server(settings: Settings) -> Iterator[LiveServer]:
 def http(live_server: LiveServer) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=live_server.url, timeout=60) as client:
         yield client
+
+
+@pytest.fixture
+def client(live_server: LiveServer) -> Iterator[CoordinatorClient]:
+    """The client package against the live server."""
+    with CoordinatorClient(live_server.url, timeout=60) as c:
+        yield c
+
+
+@pytest.fixture
+def secured(settings: Settings) -> Iterator[LiveServer]:
+    """A live server that requires tokens; the test creates the tokens it needs."""
+    with LiveServer(settings.model_copy(update={"require_tokens": True})) as server:
+        yield server
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The async tests run on asyncio (anyio's pytest plugin)."""
+    return "asyncio"
 
 
 CHROMIUM = Path("/usr/bin/chromium")

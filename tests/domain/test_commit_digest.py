@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from coordinator.domain.commit_digest import changes_digest
 from coordinator.domain.committable import OverwriteTarget, ResolvedCommittable
-from tests.domain.builders import ADD, DELETE, entry, partition
+from tests.support.builders import ADD, DELETE, entry, partition
 
 A, B, C = entry(ADD, "data-a.parquet"), entry(ADD, "data-b.parquet", dt="b"), entry(DELETE, "data-c.parquet")
 BASE = ResolvedCommittable("writer", 1, append=[A, B, C], properties={"k": "v"})

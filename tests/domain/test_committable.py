@@ -19,7 +19,7 @@ from coordinator.domain.table_schema import TableShape
 from coordinator.errors import InvalidRequest
 from paimon_format.binary_row import encode_row
 from paimon_format.manifest import FileKind, ManifestEntry, SimpleStats
-from tests.domain.builders import (
+from tests.support.builders import (
     ADD,
     DELETE,
     append_shape,

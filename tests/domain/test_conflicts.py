@@ -1,8 +1,8 @@
 """The conflict matrix of `coordinator.domain.conflicts`, one row per case, without a server.
 
 Each row is (live files, delta, check options) -> the conflict type and the winning snapshot it names,
-or None when the delta applies. The id states the expected outcome. tests/test_conflicts.py keeps the
-same rules over HTTP, with pypaimon as the reader.
+or None when the delta applies. The id states the expected outcome. tests/commit/test_conflicts.py keeps
+the same rules over HTTP, with pypaimon as the reader.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from coordinator.domain.conflicts import Conflict, KeyDecoder, check_base_snapsh
 from coordinator.domain.live_files import LiveFiles
 from coordinator_client import models
 from paimon_format.manifest import ManifestEntry
-from tests.domain.builders import ADD, DELETE, deleted, entry, live, pk_shape
+from tests.support.builders import ADD, DELETE, deleted, entry, live, pk_shape
 
 DECODE_KEY: KeyDecoder = pk_shape().decode_key
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import coordinator.domain
-from tests.module_imports import imported_names, modules_of, within
+from tests.support.module_imports import imported_names, modules_of, within
 
 DOMAIN = Path(coordinator.domain.__file__).parent
 SERVICE = DOMAIN.parent.parent

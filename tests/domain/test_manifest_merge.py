@@ -12,14 +12,15 @@ from collections.abc import Sequence
 import pytest
 
 from coordinator.domain.live_files import merge_entries
-from coordinator.domain.manifest_merge import MIB, MergeOptions, merge_manifests, parse_memory_size
+from coordinator.domain.manifest_merge import MergeOptions, merge_manifests
 from paimon_format.manifest import (
     FileKind,
     ManifestEntry,
     ManifestFileMeta,
 )
 from paimon_format.manifest_meta import manifest_file_meta, partition_stats
-from tests.domain.builders import ADD, DELETE, append_shape, entry
+from paimon_format.memory_size import MIB, parse_memory_size
+from tests.support.builders import ADD, DELETE, append_shape, entry
 
 ENTRY_SIZE = 10
 TARGET = 100

@@ -12,7 +12,7 @@ from coordinator_client.models import CommitRequest
 from paimon_format.binary_row import encode_row
 from paimon_format.manifest import FileKind, ManifestEntry
 from paimon_format.snapshot import CommitKind
-from tests.domain.builders import ADD, DELETE, append_shape, data_file, deleted, entry, live, shape
+from tests.support.builders import ADD, DELETE, append_shape, data_file, deleted, entry, live, shape
 
 APPEND_SHAPE = append_shape()
 A1 = entry(ADD, "a1.parquet", dt="a")

@@ -16,7 +16,7 @@ from coordinator.domain.scan import Deletions, Position, live_adds
 from coordinator.domain.table_schema import TableShape
 from paimon_format.binary_row import EMPTY_ROW, encode_row
 from paimon_format.manifest import ManifestEntry, ManifestFileMeta, SimpleStats
-from tests.domain.builders import ADD, DELETE, append_shape, entry, shape
+from tests.support.builders import ADD, DELETE, append_shape, entry, shape
 
 
 def meta(

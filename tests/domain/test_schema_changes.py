@@ -54,7 +54,7 @@ def columns(s: TableSchema) -> list[tuple[int, str, object]]:
     return [(f.id, f.name, f.type) for f in s.fields]
 
 
-def add(name: str, type_: str = "STRING", **more: Any) -> dict[str, Any]:
+def add(name: str, type_: str | dict[str, Any] = "STRING", **more: Any) -> dict[str, Any]:
     return {"action": "addColumn", "fieldNames": [name], "dataType": type_, **more}
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ from coordinator.errors import InvalidRequest, PathOutsideTable
 from paimon_format.binary_row import EMPTY_ROW
 from paimon_format.manifest import FileKind, ManifestEntry, SimpleStats
 from paimon_format.manifest_meta import manifest_file_meta
-from tests.domain.builders import ADD, append_shape, entry, key, partition, pk_shape, shape
+from tests.support.builders import ADD, append_shape, entry, key, partition, pk_shape, shape
 
 
 @pytest.mark.parametrize(
@@ -122,7 +123,7 @@ def _refused(rules: EntryRules, e: ManifestEntry) -> str:
     return refused.value.field.removeprefix("snapshot.deltaManifestList[0].entries[3].")
 
 
-def _file(e: ManifestEntry, **changes: object) -> ManifestEntry:
+def _file(e: ManifestEntry, **changes: Any) -> ManifestEntry:
     return dataclasses.replace(e, file=dataclasses.replace(e.file, **changes))
 
 
@@ -145,7 +146,7 @@ def test_an_entry_that_fits_a_fixed_bucket_table() -> None:
         ({"partition": "dt=x"}, "partition"),
     ],
 )
-def test_an_entry_that_does_not_fit_the_layout(changes: dict[str, object], field: str) -> None:
+def test_an_entry_that_does_not_fit_the_layout(changes: dict[str, Any], field: str) -> None:
     e = dataclasses.replace(entry(ADD, "data-1.parquet", keys=(1, 5)), **changes)
     assert _refused(EntryRules.of(pk_shape(2)), e) == field
 

@@ -19,7 +19,7 @@ from coordinator.domain.table_stats import (
     stats_of_live,
 )
 from paimon_format.manifest import FileKind, ManifestEntry
-from tests.domain.builders import ADD, DELETE, data_file, partition
+from tests.support.builders import ADD, DELETE, data_file, partition
 
 
 def add(name: str, size: int, *, dt: str = "a", bucket: int = 0) -> ManifestEntry:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from tests.paimon_files import PaimonTable, pypaimon_table
+from tests.support.paimon_files import PaimonTable, pypaimon_table
 
 ARROW_SCHEMA = pa.schema(
     [("dt", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("v", pa.float64())]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import date
 from decimal import Decimal
 
@@ -33,7 +34,7 @@ ALL_KINDS = {**{k: KEY_KINDS[k] for k in COLUMNAR}, **_MORE}
 
 
 def arrow_columns(
-    kinds: list[str], rows: list[list[object]], table: dict[str, tuple[DataType, pa.DataType, object]]
+    kinds: list[str], rows: list[list[object]], table: Mapping[str, tuple[DataType, pa.DataType, object]]
 ) -> list[pa.Array]:
     return [pa.array([row[i] for row in rows], type=table[kind][1]) for i, kind in enumerate(kinds)]
 

@@ -12,7 +12,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 import paimon_format
-from tests.module_imports import imported_names, modules_of, within
+from tests.support.module_imports import imported_names, modules_of, within
 
 FORMAT = Path(paimon_format.__file__).parent
 MODULES = modules_of(FORMAT)

@@ -33,9 +33,9 @@ from paimon_format.snapshot import (
     format_hint,
     snapshot_file_name,
 )
-from tests.domain.builders import ADD, append_shape, entry
+from tests.support.builders import ADD, append_shape, entry
 
-from ._pypaimon_table import EXPECTED_ROWS, PypaimonTable, build_pk_table, read_rows
+from ._pypaimon_table import EXPECTED_ROWS, PypaimonTable, read_rows
 
 EMPTY_ROW = bytes(12)
 INT = st.integers(-(2**31), 2**31 - 1)
@@ -110,7 +110,11 @@ METAS = st.builds(
 
 def _avro(data: bytes) -> tuple[str, list[dict[str, Any]]]:
     reader = fastavro.reader(io.BytesIO(data))
-    return reader.codec, list(reader)
+    records = []
+    for record in reader:
+        assert isinstance(record, dict)
+        records.append(record)
+    return reader.codec, records
 
 
 def _entry(
@@ -182,9 +186,11 @@ def test_field_names_match_pypaimon_writer_schemas() -> None:
 
     reader = fastavro.reader(io.BytesIO(encode_manifest([_entry("a")])))
     ours = reader.writer_schema
+    assert isinstance(ours, dict)
     assert names(ours) == names(MANIFEST_ENTRY_SCHEMA)
     assert names(nested(ours, "_FILE")) == names(nested(MANIFEST_ENTRY_SCHEMA, "_FILE"))
     ours_list = fastavro.reader(io.BytesIO(encode_manifest_list([]))).writer_schema
+    assert isinstance(ours_list, dict)
     assert names(ours_list) == names(MANIFEST_FILE_META_SCHEMA)
     assert names(ours_list)[-2:] == ["_TOTAL_BUCKETS", "_EXTRA_FILES"]
 
@@ -444,11 +450,6 @@ def test_partition_stats_all_null_and_arity_checks() -> None:
 # ------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def pk_table(tmp_path_factory: pytest.TempPathFactory) -> PypaimonTable:
-    return build_pk_table(tmp_path_factory.mktemp("warehouse"))
-
-
 def _pypaimon_row_codec(table: Any) -> tuple[Any, Any]:
     from pypaimon.table.row.generic_row import GenericRow, GenericRowDeserializer, GenericRowSerializer
 
@@ -674,9 +675,9 @@ def test_pypaimon_reads_a_table_whose_metadata_we_rewrote(pk_table: PypaimonTabl
     (table_dir / "snapshot" / "LATEST").write_bytes(format_hint(3))
 
     # Hide pypaimon's own manifests so a successful read can only have used ours.
-    for old in manifest_dir.iterdir():
-        if "ours" not in old.name:
-            old.unlink()
+    for written in manifest_dir.iterdir():
+        if "ours" not in written.name:
+            written.unlink()
     assert read_rows(warehouse) == EXPECTED_ROWS
 
     from pypaimon import CatalogFactory
@@ -698,8 +699,8 @@ def test_pypaimon_reads_a_table_whose_metadata_we_rewrote(pk_table: PypaimonTabl
 )
 def test_encode_rejects_out_of_range_numbers(change: dict[str, int], message: str) -> None:
     entry = _entry("a")
-    entry_fields = {k: v for k, v in change.items() if k in ("bucket", "total_buckets")}
-    file_fields = {k: v for k, v in change.items() if k not in entry_fields}
+    entry_fields: dict[str, Any] = {k: v for k, v in change.items() if k in ("bucket", "total_buckets")}
+    file_fields: dict[str, Any] = {k: v for k, v in change.items() if k not in entry_fields}
     bad = dataclasses.replace(entry, **entry_fields, file=dataclasses.replace(entry.file, **file_fields))
     with pytest.raises(ValueError, match=message):
         encode_manifest([bad])

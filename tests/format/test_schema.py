@@ -16,7 +16,7 @@ from paimon_format.schema import (
     schema_file_name,
 )
 
-from ._pypaimon_table import PypaimonTable, build_pk_table
+from ._pypaimon_table import PypaimonTable
 
 # Verbatim from paimon-format.md §2 (written by pypaimon).
 PYPAIMON_SCHEMA = """{"version": 3, "id": 0,
@@ -185,11 +185,6 @@ def test_schema_file_names() -> None:
 # ------------------------------------------------------------------------------------------------
 # Against pypaimon
 # ------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def pk_table(tmp_path_factory: pytest.TempPathFactory) -> PypaimonTable:
-    return build_pk_table(tmp_path_factory.mktemp("warehouse"))
 
 
 def test_parses_pypaimon_written_schema_file(pk_table: PypaimonTable) -> None:

@@ -25,7 +25,7 @@ from paimon_format.snapshot import (
     snapshot_file_name,
 )
 
-from ._pypaimon_table import PypaimonTable, build_pk_table
+from ._pypaimon_table import PypaimonTable
 
 # Verbatim from paimon-format.md §3 (pypaimon, PK table, 3rd commit).
 PYPAIMON_SNAPSHOT = """{
@@ -270,11 +270,6 @@ def test_snapshot_file_names() -> None:
 # ------------------------------------------------------------------------------------------------
 # Against a real pypaimon table
 # ------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def pk_table(tmp_path_factory: pytest.TempPathFactory) -> PypaimonTable:
-    return build_pk_table(tmp_path_factory.mktemp("warehouse"))
 
 
 def test_parses_pypaimon_written_snapshots_and_hint(pk_table: PypaimonTable) -> None:

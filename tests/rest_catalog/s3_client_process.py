@@ -10,7 +10,7 @@ import sys
 
 import pyarrow as pa
 
-from tests.rest_writers import create_rest_table, read_rows, rest_catalog, write_rows
+from tests.support.rest_writers import create_rest_table, read_rows, rest_catalog, write_rows
 
 SCHEMA = pa.schema([pa.field("dt", pa.string()), pa.field("id", pa.int64())])
 BATCHES = [[{"dt": "a", "id": 1}, {"dt": "b", "id": 2}], [{"dt": "a", "id": 3}]]

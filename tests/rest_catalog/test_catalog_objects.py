@@ -20,9 +20,9 @@ from pypaimon.catalog.catalog_exception import (
 
 from coordinator.settings import Settings
 from coordinator_client import CoordinatorClient
-from tests.conftest import LiveServer
-from tests.paimon_files import file_exists, table_request
-from tests.rest_writers import CATALOG_NAME, rest_catalog
+from tests.support.paimon_files import file_exists, table_request
+from tests.support.rest_writers import CATALOG_NAME, rest_catalog
+from tests.support.served import LiveServer
 
 AUTH = {"Authorization": "Bearer any-token"}
 P = f"/v1/{CATALOG_NAME}"

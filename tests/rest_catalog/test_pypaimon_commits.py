@@ -14,9 +14,9 @@ from pypaimon.api.rest_exception import NoSuchResourceException
 from pypaimon.catalog.catalog_exception import TagAlreadyExistException, TagNotExistException
 from pypaimon.table.instant import Instant
 
-from tests.conftest import LiveServer
-from tests.paimon_files import read_text
-from tests.rest_writers import CATALOG_NAME, create_rest_table, read_rows, rest_catalog, write_rows
+from tests.support.paimon_files import read_text
+from tests.support.rest_writers import CATALOG_NAME, create_rest_table, read_rows, rest_catalog, write_rows
+from tests.support.served import LiveServer
 
 AUTH = {"Authorization": "Bearer any-token"}
 ORDERS = pa.schema(

@@ -10,9 +10,9 @@ import httpx
 from pypaimon_rust.datafusion import SQLContext
 
 from coordinator_client import CoordinatorClient
-from tests.conftest import LiveServer
-from tests.paimon_files import PaimonTable
-from tests.rest_writers import CATALOG_NAME, read_rows, rest_catalog
+from tests.support.paimon_files import PaimonTable
+from tests.support.rest_writers import CATALOG_NAME, read_rows, rest_catalog
+from tests.support.served import LiveServer
 
 INSERTS = [
     [{"id": 1, "dt": "a", "amount": 1.5}, {"id": 2, "dt": "b", "amount": 2.5}],
@@ -66,7 +66,7 @@ def test_sql_through_the_coordinator_then_pypaimon_then_a_native_commit(
     late = [{"id": 4, "dt": "b", "amount": 4.5}]
     request = {
         "commitUser": "native-job",
-        "messages": [native.message(late[0], newFiles=[native.append_file(late)])],
+        "messages": [native.append_message(late)],
     }
     with CoordinatorClient(live_server.url) as client:
         committed = client.commit("sales.orders", request)

@@ -4,17 +4,16 @@ covers the table. Refusals are Paimon's ErrorResponse and change nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pyarrow as pa
 import pytest
 
-from coordinator.settings import Settings
-from tests.conftest import LiveServer
-from tests.paimon_files import tree_digest
-from tests.rest_writers import CATALOG_NAME, create_rest_table, read_rows, rest_catalog, write_rows
+from tests.support.paimon_files import tree_digest
+from tests.support.rest_writers import CATALOG_NAME, create_rest_table, read_rows, rest_catalog, write_rows
+from tests.support.served import LiveServer
+from tests.support.tokens import bearer
 
 SCHEMA = pa.schema([("id", pa.int64())])
 P = f"/v1/{CATALOG_NAME}"
@@ -29,13 +28,9 @@ class Tokens:
 
 
 @pytest.fixture
-def secured(settings: Settings) -> Iterator[tuple[LiveServer, Tokens]]:
-    with LiveServer(settings.model_copy(update={"require_tokens": True})) as server:
-        yield server, Tokens(server)
-
-
-def auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
+def secured(secured: LiveServer) -> tuple[LiveServer, Tokens]:
+    """The secured server, with this module's tokens."""
+    return secured, Tokens(secured)
 
 
 def rows(*ids: int) -> pa.Table:
@@ -52,8 +47,10 @@ def test_roles_and_grants_through_the_rest_catalog(secured: tuple[LiveServer, To
     assert read_rows(rest_catalog(server.url, tokens.reader).get_table("a.t")) == [{"id": 1}, {"id": 2}]
 
     with httpx.Client(base_url=server.url, timeout=60) as http:
-        head = http.get(f"{P}/databases/a/tables/t/snapshot", headers=auth(tokens.reader)).json()["snapshot"]
-        table_b = http.get(f"{P}/databases/b/tables/t", headers=auth(tokens.reader)).json()
+        head = http.get(f"{P}/databases/a/tables/t/snapshot", headers=bearer(tokens.reader)).json()[
+            "snapshot"
+        ]
+        table_b = http.get(f"{P}/databases/b/tables/t", headers=bearer(tokens.reader)).json()
         proposal = {
             "tableId": table_b["id"],
             "baseSnapshotUuid": None,
@@ -77,20 +74,20 @@ def test_roles_and_grants_through_the_rest_catalog(secured: tuple[LiveServer, To
             body = (
                 {"instant": {"type": "snapshot", "snapshotId": 1}} if path.endswith("rollback") else proposal
             )
-            answer = http.request(method, path, json=body, headers=auth(token))
+            answer = http.request(method, path, json=body, headers=bearer(token))
             assert answer.status_code == 403, (who, method, path, answer.text)
             assert answer.json()["code"] == 403
         for path in ("/v1/config", f"{P}/databases", f"{P}/databases/a/tables/t/snapshot"):
             anonymous = http.get(path, params={"warehouse": CATALOG_NAME})
             assert anonymous.status_code == 401
             assert anonymous.json()["code"] == 401
-            assert http.get(path, headers=auth(tokens.reader + "x")).status_code == 401
+            assert http.get(path, headers=bearer(tokens.reader + "x")).status_code == 401
         assert _state(http, tokens.admin, server) == before
 
 
 def _state(http: httpx.Client, admin: str, server: LiveServer) -> tuple[Any, ...]:
-    tables = http.get("/tables", headers=auth(admin)).json()["tables"]
-    histories = [http.get(f"/tables/{t['id']}/commits", headers=auth(admin)).json() for t in tables]
+    tables = http.get("/tables", headers=bearer(admin)).json()["tables"]
+    histories = [http.get(f"/tables/{t['id']}/commits", headers=bearer(admin)).json() for t in tables]
     files = {t["id"]: tree_digest(t["location"]) for t in tables}
-    databases = http.get(f"{P}/databases", headers=auth(admin)).json()
+    databases = http.get(f"{P}/databases", headers=bearer(admin)).json()
     return tables, histories, files, databases

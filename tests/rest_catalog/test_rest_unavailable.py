@@ -11,9 +11,9 @@ import pyarrow as pa
 import pytest
 
 from coordinator.settings import Settings
-from tests.conftest import LiveServer
-from tests.paimon_files import read_text, tree_digest
-from tests.rest_writers import CATALOG_NAME, create_rest_table, rest_catalog, write_rows
+from tests.support.paimon_files import read_text, tree_digest
+from tests.support.rest_writers import CATALOG_NAME, create_rest_table, rest_catalog, write_rows
+from tests.support.served import LiveServer
 
 SCHEMA = pa.schema([("id", pa.int64())])
 

@@ -16,11 +16,10 @@ import pytest
 
 from coordinator.access.tokens import TokenStore
 from coordinator.db.engine import make_engine
-from tests.rest_writers import CATALOG_NAME
-from tests.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
-from tests.served import ServedCoordinator
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import REPO
+from tests.support.rest_writers import CATALOG_NAME
+from tests.support.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
+from tests.support.served import ServedCoordinator
 
 
 @pytest.mark.stores("s3")
@@ -32,8 +31,7 @@ def test_a_client_without_store_credentials_writes_and_reads_on_s3(
         database_url,
         warehouse_location,
         log,
-        COORDINATOR_REQUIRE_TOKENS="true",
-        COORDINATOR_LOG_FORMAT="json",
+        env={"COORDINATOR_REQUIRE_TOKENS": "true", "COORDINATOR_LOG_FORMAT": "json"},
     ) as served:
         engine = make_engine(database_url)
         tokens = TokenStore(engine)
@@ -52,7 +50,7 @@ def test_a_client_without_store_credentials_writes_and_reads_on_s3(
         client = subprocess.run(
             [sys.executable, "-m", "tests.rest_catalog.s3_client_process", served.url, admin],
             env={**clean, "HOME": str(tmp_path)},  # no ~/.aws either
-            cwd=ROOT,
+            cwd=REPO,
             capture_output=True,
             text=True,
             timeout=300,

@@ -25,15 +25,14 @@ from coordinator.db.engine import make_engine
 from coordinator.errors import NotSupported
 from coordinator.settings import Settings
 from coordinator.storage.vended_credentials import DataTokens
-from tests.conftest import free_port
-from tests.paimon_files import table_request
 from tests.rest_catalog.table_client_process import SCHEMA
-from tests.rest_writers import CATALOG_NAME, create_rest_table, rest_catalog, write_rows
-from tests.s3_requests import s3_call, vended_key
-from tests.seaweed import ACCESS_KEY, BUCKET, REGION, SECRET_KEY, SeaweedFS
-from tests.served import ServedCoordinator
+from tests.support import REPO
+from tests.support.paimon_files import table_request
+from tests.support.rest_writers import CATALOG_NAME, create_rest_table, rest_catalog, write_rows
+from tests.support.s3_requests import s3_call, vended_key
+from tests.support.seaweed import ACCESS_KEY, BUCKET, REGION, SECRET_KEY, SeaweedFS
+from tests.support.served import ServedCoordinator, free_port
 
-ROOT = Path(__file__).resolve().parents[2]
 DENIED = (403, "AccessDenied")
 ROWS = [{"dt": "a", "id": 1}, {"dt": "a", "id": 3}, {"dt": "b", "id": 2}]
 
@@ -71,7 +70,7 @@ def pypaimon_process(url: str, token: str, table: str, mode: str, home: Path) ->
     done = subprocess.run(
         [sys.executable, "-m", "tests.rest_catalog.table_client_process", url, token, table, mode],
         env={**clean, "HOME": str(home)},
-        cwd=ROOT,
+        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=300,
@@ -87,8 +86,7 @@ def served(database_url: str, warehouse_location: str, tmp_path: Path) -> Iterat
         database_url,
         warehouse_location,
         tmp_path / "coordinator.log",
-        COORDINATOR_REQUIRE_TOKENS="true",
-        COORDINATOR_LOG_FORMAT="json",
+        env={"COORDINATOR_REQUIRE_TOKENS": "true", "COORDINATOR_LOG_FORMAT": "json"},
     ) as coordinator:
         yield coordinator
 
@@ -160,8 +158,7 @@ def test_readers_get_read_only_sessions_when_the_operator_says_so(
         database_url,
         warehouse_location,
         tmp_path / "coordinator.log",
-        COORDINATOR_REQUIRE_TOKENS="true",
-        COORDINATOR_DATA_TOKEN_READERS="true",
+        env={"COORDINATOR_REQUIRE_TOKENS": "true", "COORDINATOR_DATA_TOKEN_READERS": "true"},
     ) as served:
         tokens = Tokens(database_url)
         admin = rest_catalog(served.url, tokens.admin)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from coordinator_client import CoordinatorClient
 from coordinator_client.spark import write
-from tests.paimon_files import create_table
+from tests.support.paimon_files import create_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -29,7 +29,7 @@ class Writer:
         self.spark, self.client, self.table = spark, client, table
         self.changes: dict[int, list[Change]] = {}
 
-    def commit(self, rows: list[tuple[int, str]], *, delete: bool = False) -> int:
+    def commit(self, rows: list[tuple[int, str | None]], *, delete: bool = False) -> int:
         frame = self.spark.createDataFrame(rows, "id long, v string")
         answer = write(frame, self.table, client=self.client, mode="delete" if delete else "append")
         (snapshot,) = [s.id for s in answer.snapshots]

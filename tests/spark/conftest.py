@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from coordinator_client import CoordinatorClient
-from tests.conftest import LiveServer, fresh_database
-from tests.seaweed import SeaweedFS
+from tests.support.databases import fresh_database
+from tests.support.seaweed import SeaweedFS
+from tests.support.served import LiveServer
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

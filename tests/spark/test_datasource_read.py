@@ -40,8 +40,8 @@ from coordinator_client.spark.source import NAME, read_schema, register
 from coordinator_client.spark.splits import Split
 from coordinator_client.spark.time_travel import epoch_millis
 from paimon_format.schema import SchemaField, TableSchema
-from tests.paimon_files import create_table, pypaimon_table
 from tests.spark.tables import assert_same_rows
+from tests.support.paimon_files import create_table, pypaimon_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrameReader, SparkSession

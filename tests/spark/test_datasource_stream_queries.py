@@ -78,9 +78,13 @@ def _wait_until(condition: Any, what: str, timeout: float = 120) -> None:
         time.sleep(0.5)
 
 
-def _offsets(query: Any) -> dict[int, tuple[str, str]]:
+Offset = dict[str, Any]
+"""The source's offset as Spark reports it (a JSON object)."""
+
+
+def _offsets(query: Any) -> dict[int, tuple[Offset | None, Offset]]:
     """Each batch of a query run: (startOffset, endOffset) of the source, as Spark reported them."""
-    out = {}
+    out: dict[int, tuple[Offset | None, Offset]] = {}
     for progress in query.recentProgress:
         source = progress["sources"][0]
         if source["endOffset"] is not None and progress["numInputRows"] is not None:
@@ -118,7 +122,12 @@ def test_a_streaming_query_delivers_every_change_once_across_a_kill_and_a_restar
         spark, client, table, checkpoint, sink, trigger="processingTime", **{"consumer-id": "acceptance"}
     )
     _wait_until(lambda: 0 in _offsets(query), "the first batch")  # the full table at the first snapshot
-    other = threading.Thread(target=lambda: [changes(r) for r in range(1, 5)])
+
+    def more_changes() -> None:
+        for r in range(1, 5):
+            changes(r)
+
+    other = threading.Thread(target=more_changes)
     other.start()
     other.join()
     latest = client.latest_snapshot(table).id

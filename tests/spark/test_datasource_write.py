@@ -19,9 +19,9 @@ from coordinator_client import CoordinatorClient
 from coordinator_client.spark import NAME, compact, register
 from coordinator_client.spark.layout import filesystem
 from coordinator_client.spark.write_job import TASK_SEQUENCE_STRIDE
-from tests.conftest import LiveServer
-from tests.paimon_files import create_table, pypaimon_table
 from tests.spark.tables import assert_same_rows, data_files_on_storage, data_files_referenced
+from tests.support.paimon_files import create_table, pypaimon_table
+from tests.support.served import LiveServer
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

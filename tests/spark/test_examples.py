@@ -13,16 +13,17 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.conftest import LiveServer, fresh_database
-from tests.front_door import README, example_jobs, pasted_blocks, run_job, run_pasted
-from tests.paimon_files import pypaimon_table
-from tests.served import ServedCoordinator
 from tests.spark.tables import data_files_on_storage
+from tests.support import REPO
+from tests.support.databases import fresh_database
+from tests.support.front_door import README, example_jobs, pasted_blocks, run_job, run_pasted
+from tests.support.paimon_files import pypaimon_table
+from tests.support.served import LiveServer, ServedCoordinator
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = REPO / "examples"
 EXAMPLE_JOBS = ("batch_job", "streaming_job", "compaction_job", "changes_job", "transaction_job")
 
 

@@ -4,6 +4,7 @@ plain pandas computes from the inputs, at the latest snapshot and at every earli
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,14 +15,15 @@ import pyarrow as pa
 import pytest
 
 from coordinator_client import CoordinatorClient
+from coordinator_client.models import CommitResponse
 from coordinator_client.spark import compact, read, write
-from tests.paimon_files import create_table, pypaimon_table
 from tests.spark.tables import (
     assert_same_rows,
     data_files_on_storage,
     data_files_referenced,
     spark_frame,
 )
+from tests.support.paimon_files import create_table, pypaimon_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -54,13 +56,16 @@ ARROW = pa.schema(
 def _rows(ids: np.ndarray, label: str, rng: np.random.Generator) -> pd.DataFrame:
     n = len(ids)
     cents = rng.integers(-(10**8), 10**8, n)
+    missing = rng.random(n) < 0.05
+    qty = rng.integers(0, 1000, n).astype(object)
+    qty[missing] = None
     return pd.DataFrame(
         {
             "dt": np.where(ids % 2 == 0, "2026-11-20", "2026-11-21"),
             "id": ids,
             "name": [f"{label}{i}" for i in range(n)],
             "amount": [Decimal(int(c)).scaleb(-2) for c in cents],
-            "qty": np.where(rng.random(n) < 0.05, None, rng.integers(0, 1000, n)).astype(object),
+            "qty": qty,
             "day": pd.to_datetime(rng.integers(19000, 21000, n), unit="D").date,
         }
     )
@@ -101,7 +106,7 @@ def test_write_update_delete_compact_read_back_at_every_snapshot(
         deletes, schema=ARROW.remove(5).remove(4).remove(3).remove(2), preserve_index=False
     )
     models: dict[int, pd.DataFrame] = {}
-    steps = [
+    steps: list[tuple[str, Callable[[], CommitResponse | None]]] = [
         ("write", lambda: write(spark_frame(spark, _arrow(base), inputs, "base"), table, client=client)),
         (
             "update",

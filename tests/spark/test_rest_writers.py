@@ -11,9 +11,9 @@ from pypaimon.schema.schema_change import SchemaChange
 
 from coordinator_client import CoordinatorClient
 from coordinator_client.spark import read
-from tests.conftest import LiveServer
-from tests.rest_writers import create_rest_table, rest_catalog, write_rows
 from tests.spark.tables import assert_same_rows
+from tests.support.rest_writers import create_rest_table, rest_catalog, write_rows
+from tests.support.served import LiveServer
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

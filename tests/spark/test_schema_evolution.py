@@ -7,20 +7,20 @@ compaction rewrites the old files under the new schema; pypaimon, the judge, agr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pytest
 
 from coordinator_client import CoordinatorClient
 from coordinator_client.spark import compact, read, write
-from tests.paimon_files import create_table, pypaimon_table
 from tests.spark.tables import assert_same_rows
+from tests.support.paimon_files import create_table, pypaimon_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-CHANGES = [
+CHANGES: list[dict[str, Any]] = [
     {"action": "addColumn", "fieldNames": ["qty"], "dataType": "BIGINT"},
     {"action": "renameColumn", "fieldNames": ["v"], "newName": "label"},
     {"action": "updateColumnType", "fieldNames": ["n"], "newDataType": "BIGINT"},

@@ -11,12 +11,12 @@ import pytest
 
 from coordinator_client import CommitResponse, CoordinatorClient
 from coordinator_client.spark import compact, read, stream_sink, write
-from tests.paimon_files import create_table, pypaimon_table
 from tests.spark.tables import (
     assert_same_rows,
     data_files_on_storage,
     data_files_referenced,
 )
+from tests.support.paimon_files import create_table, pypaimon_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -10,11 +10,12 @@ import pytest
 
 from coordinator_client import CoordinatorClient
 from coordinator_client.spark import transaction
-from tests.conftest import LiveServer
-from tests.paimon_files import create_table, pypaimon_rows
 from tests.spark.tables import data_files_on_storage, data_files_referenced
+from tests.support.paimon_files import create_table, pypaimon_rows
+from tests.support.served import LiveServer
 
 if TYPE_CHECKING:
+    import pandas as pd
     from pyspark.sql import DataFrame, SparkSession
 
 FACT = {"dt": "STRING", "id": "BIGINT", "customer": "BIGINT"}
@@ -83,7 +84,8 @@ def test_a_stream_commits_each_batch_to_both_tables_once_also_when_a_batch_is_re
     inputs = tmp_path / "in"
     inputs.mkdir()
     for i in range(3):
-        _orders(spark, range(i * 10, i * 10 + 10)).toPandas().to_parquet(inputs / f"{i}.parquet")
+        frame: pd.DataFrame = _orders(spark, range(i * 10, i * 10 + 10)).toPandas()
+        frame.to_parquet(inputs / f"{i}.parquet")
 
     def sink(batch: DataFrame, batch_id: int) -> None:
         with transaction(client, commit_user="orders-stream", identifier=batch_id) as tx:

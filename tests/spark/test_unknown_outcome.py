@@ -1,6 +1,6 @@
 """A Spark write whose commit answer is lost: the coordinator holds the answer after the commit stands
-(tests/held_answer.py) past the writer's client timeout. The writer must not take the lost answer for a
-failure: it asks for the outcome, keeps its data files, and the table reads back with the rows; and when
+(tests/support/held_answer.py) past the writer's client timeout. The writer must not take the lost answer
+for a failure: it asks for the outcome, keeps its data files, and the table reads back with the rows; and when
 nobody can say (the coordinator is gone), the files stay."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import pytest
 from coordinator.settings import Settings
 from coordinator_client import CoordinatorClient
 from coordinator_client.spark import NAME, read, register, write
-from tests.conftest import LiveServer
-from tests.held_answer import HeldAnswer
-from tests.paimon_files import create_table, pypaimon_table
 from tests.spark.tables import assert_same_rows, data_files_on_storage, data_files_referenced
+from tests.support.held_answer import HeldAnswer
+from tests.support.paimon_files import create_table, pypaimon_table
+from tests.support.served import LiveServer
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

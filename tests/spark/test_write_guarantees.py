@@ -8,19 +8,19 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 import pytest
 
 from coordinator_client import Conflict, CoordinatorClient, FileListResponse, WriteAborted
 from coordinator_client.spark import compact, read, write
-from tests.paimon_files import create_table, pypaimon_table
 from tests.spark.tables import (
     assert_same_rows,
     data_files_on_storage,
     data_files_referenced,
 )
+from tests.support.paimon_files import create_table, pypaimon_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -136,9 +136,14 @@ class PlanTogether(CoordinatorClient):
         self.barrier = threading.Barrier(2, timeout=60)
 
     def live_files(
-        self, table_id: str, snapshot: int | None = None, partition: Mapping[str, Any] | None = None
+        self,
+        table_id: str,
+        snapshot: int | None = None,
+        partition: Mapping[str, Any] | None = None,
+        *,
+        scope: Literal["all", "delta"] = "all",
     ) -> FileListResponse:
-        answer = super().live_files(table_id, snapshot, partition)
+        answer = super().live_files(table_id, snapshot, partition, scope=scope)
         self.barrier.wait()
         return answer
 

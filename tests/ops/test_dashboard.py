@@ -1,0 +1,397 @@
+"""The on-call dashboard: GET /ops/overview against commits made over HTTP, and the page in Chromium.
+
+The overview is checked on SQLite and PostgreSQL against what the test committed and against GET
+/tables/{id}/files; the page is driven in headless Chromium (Debian's /usr/bin/chromium) over a real
+uvicorn server, with a table lock held by a second Services instance on the same database.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import struct
+import threading
+import time
+import uuid
+import zlib
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from coordinator.db import repositories as repo
+from coordinator.locks.renewal import LeaseKeeper
+from coordinator.services import Services
+from coordinator.settings import Settings
+from coordinator_client import Conflict, CoordinatorClient
+from coordinator_client.models import OverviewResponse
+from tests.support.commits import BATCH, append_commit
+from tests.support.paimon_files import PaimonTable, create_table
+from tests.support.served import LiveServer
+
+DT = "2024-01-01"
+HOLDER = "ops-test-holder"
+UPDATED = re.compile(r"^updated \d\d:\d\d:\d\d$")
+
+
+def _table(http: httpx.Client, name: str) -> PaimonTable:
+    return create_table(http, "db", name, {"dt": "STRING", "id": "BIGINT"}, partitionKeys=["dt"])
+
+
+def _commit(table: PaimonTable, rows: int, **extra: Any) -> dict[str, Any]:
+    """A batch commit of one new data file of `rows` rows."""
+    data = [{"dt": DT, "id": i} for i in range(rows)]
+    return append_commit(table, data, user=f"writer-{uuid.uuid4().hex[:8]}", **extra)
+
+
+def _overview(http: httpx.Client, minutes: int) -> OverviewResponse:
+    response = http.get("/ops/overview", params={"minutes": minutes})
+    assert response.status_code == 200, response.text
+    return OverviewResponse.model_validate(response.json())
+
+
+# ---------------------------------------------------------------- GET /ops/overview
+
+
+def test_overview_counts_what_was_committed(
+    http: httpx.Client, client: CoordinatorClient, services: Services
+) -> None:
+    started = time.time()
+    table = _table(http, "t")
+    _table(http, "empty")
+    assert [client.commit(table.id, _commit(table, n)).snapshots[-1].id for n in (3, 2, 4)] == [1, 2, 3]
+    with pytest.raises(Conflict) as rejected:
+        client.commit(table.id, _commit(table, 1, baseSnapshotId=1))
+    client.create_tag(table.id, "release-1")  # maintenance: in the history, but not a commit attempt
+    # A rejection recorded two hours ago: it counts for the table, not in a 30-minute window.
+    old = repo.NewCommit(
+        "old-writer", 7, "rejected", [], {}, {"type": "DUPLICATE_FILE", "message": "seen before"}, None,
+        time.time() - 7200,
+    )  # fmt: skip
+    with services.engine.begin() as conn:
+        repo.insert_commits(conn, table.id, [old])
+
+    overview = _overview(http, 30)
+    now = time.time()
+
+    tables = {t.table_id: t for t in overview.tables}
+    assert sorted(tables) == ["db.empty", "db.t"]
+    t = tables["db.t"]
+    assert (t.latest_snapshot_id, t.total_record_count) == (3, 9)
+    assert (t.committed, t.rejected) == (3, 2)
+    assert t.conflicts == {"BASE_SNAPSHOT_MOVED": 1, "DUPLICATE_FILE": 1}
+    files = http.get(f"/tables/{table.id}/files").json()["files"]
+    assert (t.file_count, t.file_bytes) == (len(files), sum(f["fileSize"] for f in files))
+    assert t.file_count == 3
+    assert t.last_commit_at is not None
+    assert started <= t.last_commit_at <= now
+    empty = tables["db.empty"]
+    assert (empty.latest_snapshot_id, empty.total_record_count, empty.file_count, empty.file_bytes) == (
+        0,
+        0,
+        0,
+        0,
+    )
+    assert (empty.committed, empty.rejected, empty.conflicts, empty.last_commit_at) == (0, 0, {}, None)
+
+    minutes = overview.commits_per_minute
+    assert len(minutes) == overview.window_minutes == 30
+    assert [b.minute - a.minute for a, b in itertools.pairwise(minutes)] == [60] * 29
+    assert minutes[-1].minute == math.floor(overview.now / 60) * 60
+    assert sum(m.committed for m in minutes) == 3
+    assert sum(m.rejected for m in minutes) == 1  # the old rejection is outside the window
+
+    total = overview.phase_latency_ms["total"]
+    assert total.count == 3
+    assert 0 < total.p50 <= total.p95 <= total.max
+    assert {"lockWait", "commitPoint", "publish"} <= overview.phase_latency_ms.keys()
+
+    latest, older = overview.conflicts
+    assert (latest.table_id, latest.type, latest.identifier) == ("db.t", "BASE_SNAPSHOT_MOVED", BATCH)
+    assert rejected.value.conflict is not None
+    assert latest.message == rejected.value.conflict.message == "the table moved from snapshot 1 to 3"
+    assert latest.commit_user.startswith("writer-")
+    assert (older.type, older.message, older.commit_user) == ("DUPLICATE_FILE", "seen before", "old-writer")
+
+    assert sum(m.rejected for m in _overview(http, 1440).commits_per_minute) == 2
+    for bad in (0, 1441):
+        assert http.get("/ops/overview", params={"minutes": bad}).status_code == 422
+
+
+def test_overview_follows_new_snapshots_and_dropped_tables(
+    http: httpx.Client, client: CoordinatorClient
+) -> None:
+    """Sizes move with each commit point: a new snapshot must show at once, a dropped table must go."""
+    table = _table(http, "t")
+    client.commit(table.id, _commit(table, 5))
+    assert [
+        (t.latest_snapshot_id, t.total_record_count, t.file_count) for t in _overview(http, 5).tables
+    ] == [(1, 5, 1)]
+    client.commit(table.id, _commit(table, 2))
+    assert [
+        (t.latest_snapshot_id, t.total_record_count, t.file_count) for t in _overview(http, 5).tables
+    ] == [(2, 7, 2)]
+    client.drop_table(table.id)
+    assert _overview(http, 5).tables == []
+
+
+# ---------------------------------------------------------------- the page in Chromium
+
+
+def _errors(page: Page) -> list[str]:
+    """Uncaught exceptions and the page's own error logs (a failed fetch is shown in a panel instead)."""
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if "dashboard refresh failed" in m.text else None)
+    return errors
+
+
+@pytest.mark.timeout(120)
+def test_dashboard_in_chromium(
+    live_server: LiveServer,
+    http: httpx.Client,
+    client: CoordinatorClient,
+    services: Services,
+    browser: Browser,
+    tmp_path: Path,
+) -> None:
+    table = _table(http, "t")
+    locked = _table(http, "locked")
+    for rows in (3, 4):
+        client.commit(table.id, _commit(table, rows))
+    with pytest.raises(Conflict):
+        client.commit(table.id, _commit(table, 1, baseSnapshotId=1))
+
+    # `services` is a second instance on the same database: its lock is what another replica would hold.
+    lease = services.locks.acquire(services.tables.get(locked.id).lock_id, HOLDER, timeout_seconds=1)
+    with LeaseKeeper(services.locks, lease, services.settings.lock_lease_seconds):
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = _errors(page)
+        page.goto(f"{live_server.url}/dashboard")
+
+        row = page.locator('[data-testid="table-row"][data-table-id="db.t"]')
+        expect(row.get_by_test_id("table-snapshot")).to_have_text("2", timeout=15_000)
+        expect(row.get_by_test_id("table-records")).to_have_text("7")
+        expect(row.get_by_test_id("table-files")).to_have_text("2")
+        expect(row.get_by_test_id("table-conflicts")).to_have_text("BASE_SNAPSHOT_MOVED (1)")
+        empty = page.locator('[data-testid="table-row"][data-table-id="db.locked"]')
+        expect(empty.get_by_test_id("table-bytes")).to_have_text("0 B")
+
+        lock = page.locator(f'[data-testid="lock-row"][data-lock-id="{lease.lock_id}"]')
+        expect(lock.get_by_test_id("lock-owner")).to_have_text(HOLDER, timeout=15_000)
+        expect(lock.get_by_test_id("lock-epoch")).to_have_text(str(lease.epoch))
+
+        conflict = page.get_by_test_id("conflict-row").first
+        expect(conflict.get_by_test_id("conflict-type")).to_have_text("BASE_SNAPSHOT_MOVED")
+        expect(conflict.get_by_test_id("conflict-message")).to_have_text(
+            "the table moved from snapshot 1 to 2"
+        )
+        expect(page.get_by_test_id("throughput-total")).to_contain_text("2 committed")
+        expect(page.get_by_test_id("throughput-total")).to_contain_text("1 rejected")
+        expect(page.locator('[data-testid="latency-row"][data-phase="total"]')).to_be_visible()
+        expect(page.get_by_test_id("updated")).to_have_text(UPDATED)
+
+        # A commit that waits behind the held lock: in flight in lockWait, and a waiter of that lock.
+        waiting = threading.Thread(target=_commit_in_thread, args=(live_server.url, locked))
+        waiting.start()
+        try:
+            inflight = page.locator('[data-testid="inflight-row"][data-table-id="db.locked"]')
+            expect(inflight.get_by_test_id("inflight-phase")).to_have_text("lockWait", timeout=15_000)
+            expect(
+                page.locator(f'[data-testid="lock-waiter"][data-lock-id="{lease.lock_id}"]')
+            ).to_have_count(1)
+            page.screenshot(path=str(tmp_path / "locked.png"), full_page=True)
+        finally:
+            services.locks.release(lease)
+            waiting.join(timeout=30)
+        assert not waiting.is_alive()
+
+        # The page refreshes by itself: a commit made now shows up without a reload.
+        client.commit(table.id, _commit(table, 5))
+        expect(row.get_by_test_id("table-snapshot")).to_have_text("3", timeout=15_000)
+        expect(row.get_by_test_id("table-records")).to_have_text("12")
+        expect(page.get_by_test_id("lock-row")).to_have_count(0, timeout=15_000)
+        expect(empty.get_by_test_id("table-snapshot")).to_have_text("1", timeout=15_000)
+        expect(page.get_by_test_id("auth-form")).to_be_hidden()
+
+        screenshot = tmp_path / "dashboard.png"
+        page.screenshot(path=str(screenshot), full_page=True)
+        chart = _decode_png(page.get_by_test_id("throughput-chart").screenshot())
+        blank = browser.new_page(viewport={"width": 1280, "height": 900})
+        blank_size = len(blank.screenshot(full_page=True))
+    assert errors == []
+
+    data = screenshot.read_bytes()
+    width, height, _ = _decode_png(data)
+    assert width == 1280
+    assert height >= 900
+    assert len(data) > 4 * blank_size, "the screenshot looks as empty as a blank page"
+    # The chart's bars are drawn in the committed and rejected colours of style.css.
+    assert _pixels_near(chart, (0x2F, 0x9E, 0x6B)) > 50
+    assert _pixels_near(chart, (0xD9, 0x48, 0x0F)) > 20
+
+
+def _commit_in_thread(url: str, table: PaimonTable) -> None:
+    with CoordinatorClient(url, timeout=60) as own:
+        own.commit(table.id, _commit(table, 1))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_dashboard_asks_for_a_token_and_survives_failing_panels(
+    settings: Settings, services: Services, browser: Browser, tmp_path: Path
+) -> None:
+    """With tokens required, the page asks for one, keeps it for the tab and sends it on every request;
+    a panel whose data is forbidden or failing says so while the others go on."""
+    reader = services.tokens.create("on-call", "reader").token
+    admin = services.tokens.create("ops", "admin").token
+    with LiveServer(settings.model_copy(update={"require_tokens": True})) as server:
+        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {admin}"}) as http:
+            _table(http, "t")
+        page = browser.new_page()
+        errors = _errors(page)
+        page.goto(f"{server.url}/dashboard")
+
+        form = page.get_by_test_id("auth-form")
+        expect(form).to_be_visible(timeout=15_000)
+        expect(page.get_by_test_id("auth-error")).to_have_text("")
+        page.get_by_test_id("auth-token").fill("pcc_0000_wrong")
+        page.get_by_role("button", name="Use token").click()
+        expect(page.get_by_test_id("auth-error")).to_have_text("the service refused that token")
+        expect(form).to_be_visible()
+
+        page.get_by_test_id("auth-token").fill(reader)
+        page.get_by_role("button", name="Use token").click()
+        expect(form).to_be_hidden()
+        row = page.locator('[data-testid="table-row"][data-table-id="db.t"]')
+        expect(row.get_by_test_id("table-snapshot")).to_have_text("—", timeout=15_000)
+        expect(page.get_by_test_id("panel-locks")).to_contain_text("no lock is held")
+        assert page.evaluate("sessionStorage.getItem('coordinator.dashboard.token')") == reader
+        page.reload()  # the token outlives a reload of the tab
+        expect(row).to_be_visible(timeout=15_000)
+        expect(form).to_be_hidden()
+
+        # No token is refused a panel's data (one limited by a grant gets its grant's share), so the
+        # browser's network layer plays a service that forbids one panel's data to this token.
+        page.route(
+            "**/locks", lambda route: route.fulfill(status=403, json={"code": "FORBIDDEN", "message": "no"})
+        )
+        expect(page.get_by_test_id("panel-locks")).to_contain_text("this token may not read", timeout=15_000)
+        expect(page.get_by_test_id("forbidden")).to_be_visible()
+        # A failing endpoint costs its panel only.
+        page.route("**/commits?*", lambda route: route.fulfill(status=500, json={"code": "INTERNAL"}))
+        expect(page.get_by_test_id("panel-inflight")).to_contain_text(
+            "unavailable (HTTP 500)", timeout=15_000
+        )
+        expect(row).to_be_visible()
+        page.screenshot(path=str(tmp_path / "forbidden.png"), full_page=True)
+    assert errors == []
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_dashboard_pages_through_tables_and_finds_one_by_name(
+    live_server: LiveServer, http: httpx.Client, client: CoordinatorClient, browser: Browser
+) -> None:
+    """The tables panel shows one page (50) of tables, the totals over all of them, goes to the next page
+    and back, and finds tables by name prefix or database.name prefix."""
+    for n in range(60):
+        create_table(http, "fleet", f"t{n:03d}", {"id": "BIGINT"})
+    orders = create_table(http, "sales", "orders", {"dt": "STRING", "id": "BIGINT"}, partitionKeys=["dt"])
+    client.commit(orders.id, _commit(orders, 7))
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors = _errors(page)
+    page.goto(f"{live_server.url}/dashboard")
+    rows = page.get_by_test_id("table-row")
+    expect(rows).to_have_count(50, timeout=15_000)
+    expect(rows.first).to_have_attribute("data-table-id", "fleet.t000")
+    expect(page.get_by_test_id("tables-total")).to_contain_text("61 tables · 7 records · 1 files")
+    expect(page.get_by_test_id("tables-page")).to_have_text("page 1, more follow")
+    expect(page.get_by_test_id("tables-first")).to_be_disabled()
+
+    page.get_by_test_id("tables-next").click()
+    expect(rows).to_have_count(11, timeout=15_000)
+    expect(rows.first).to_have_attribute("data-table-id", "fleet.t050")
+    expect(rows.last).to_have_attribute("data-table-id", "sales.orders")
+    expect(page.get_by_test_id("tables-page")).to_have_text("page 2")
+    expect(page.get_by_test_id("tables-next")).to_be_disabled()
+    page.get_by_test_id("tables-first").click()
+    expect(rows).to_have_count(50, timeout=15_000)
+
+    search = page.get_by_test_id("table-search")
+    search.fill("sales.ord")
+    found = page.locator('[data-testid="table-row"][data-table-id="sales.orders"]')
+    expect(rows).to_have_count(1, timeout=15_000)
+    expect(found.get_by_test_id("table-records")).to_have_text("7")
+    expect(found.get_by_test_id("table-files")).to_have_text("1")
+    search.fill("t05")
+    expect(rows).to_have_count(10, timeout=15_000)
+    expect(rows.first).to_have_attribute("data-table-id", "fleet.t050")
+    search.fill("nope")
+    expect(page.get_by_test_id("tables-empty")).to_have_text("no table matches nope", timeout=15_000)
+    search.fill("")
+    expect(rows).to_have_count(50, timeout=15_000)
+    assert errors == []
+
+
+# ---------------------------------------------------------------- PNG
+
+
+def _decode_png(data: bytes) -> tuple[int, int, list[bytes]]:
+    """Width, height and rows of RGB(A) pixels of an 8-bit truecolour PNG, as Chromium writes them."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat = 8, b""
+    width = height = channels = 0
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack(">IIBB", body[:10])
+            assert (depth, colour) in ((8, 2), (8, 6)), "not 8-bit RGB or RGBA"
+            channels = 3 if colour == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw = zlib.decompress(idat)
+    stride = width * channels
+    rows: list[bytes] = []
+    previous = bytearray(stride)
+    for y in range(height):
+        start = y * (stride + 1)
+        line = _unfilter(raw[start], bytearray(raw[start + 1 : start + 1 + stride]), previous, channels)
+        rows.append(bytes(line))
+        previous = line
+    return width, height, rows
+
+
+def _unfilter(kind: int, line: bytearray, up: bytearray, bpp: int) -> bytearray:
+    for i in range(len(line)):
+        left = line[i - bpp] if i >= bpp else 0
+        corner = up[i - bpp] if i >= bpp else 0
+        if kind == 1:
+            line[i] = (line[i] + left) & 0xFF
+        elif kind == 2:
+            line[i] = (line[i] + up[i]) & 0xFF
+        elif kind == 3:
+            line[i] = (line[i] + (left + up[i]) // 2) & 0xFF
+        elif kind == 4:
+            p = left + up[i] - corner
+            pa, pb, pc = abs(p - left), abs(p - up[i]), abs(p - corner)
+            predictor = left if pa <= pb and pa <= pc else up[i] if pb <= pc else corner
+            line[i] = (line[i] + predictor) & 0xFF
+    return line
+
+
+def _pixels_near(png: tuple[int, int, list[bytes]], rgb: tuple[int, int, int], tolerance: int = 8) -> int:
+    width, _, rows = png
+    channels = len(rows[0]) // width
+    return sum(
+        1
+        for row in rows
+        for x in range(width)
+        if all(abs(row[x * channels + c] - rgb[c]) <= tolerance for c in range(3))
+    )
