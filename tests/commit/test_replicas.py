@@ -227,7 +227,7 @@ def test_a_table_recreated_just_before_the_commit_point_gets_nothing_of_the_old_
     by_dt = create_events(a.http, "dt")
     # Decided against the table by dt under its lock, then held just before the commit point.
     old_rows = [{"dt": "2024-01-02", "region": "us", "id": 2}]
-    waiting = stalled_commit(b, by_dt, old_rows, at=commit_records.commit_point)
+    waiting = stalled_commit(b, by_dt, old_rows, at=commit_records.commit_each)
     recreated = threading.Event()
 
     def recreate() -> None:

@@ -21,7 +21,7 @@ from sqlalchemy import Engine, create_engine
 from thriftpy2.rpc import make_client
 from thriftpy2.thrift import TClient
 
-from coordinator.commit.commit_point import commit_point
+from coordinator.commit.commit_point import commit_each
 from coordinator.errors import CommitConflict, LockUnavailable
 from coordinator.locks.base import Lease, LockBackend
 from coordinator.locks.hive_metastore import HMS, HiveMetastoreLocks
@@ -331,7 +331,7 @@ def test_the_service_commits_under_hive_locks_and_fences_a_released_holder(
             lock_id = f"table:{table.id}"
             # A commit takes the lock, writes its manifests and stalls before its commit point.
             late = CommitRequest.model_validate(_append(table, "z", 2))
-            zombie = PausedCall(lambda: services.committer.commit(table.id, late), at=commit_point)
+            zombie = PausedCall(lambda: services.committer.commit(table.id, late), at=commit_each)
             zombie.start()
             [held] = services.locks.held()
             assert held.lock_id == lock_id

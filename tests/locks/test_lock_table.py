@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine
 
-from coordinator.commit.commit_point import commit_point
+from coordinator.commit.commit_point import commit_each
 from coordinator.errors import CommitConflict
 from coordinator.locks.lock_table import LockTable
 from coordinator.services import Services
@@ -88,7 +88,7 @@ def test_holder_resuming_after_its_lease_cannot_commit(settings: Settings, wareh
             lambda: zombie_replica.committer.commit(
                 table.id, _commit(table, [{"id": 2, "v": "zombie"}], "z")
             ),
-            at=commit_point,
+            at=commit_each,
         ).start()
         [held] = services.locks.held()
         assert services.locks.force_release(created.lock_id) == held

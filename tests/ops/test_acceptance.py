@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 from prometheus_client.parser import text_string_to_metric_families
 
-from coordinator.commit.commit_point import commit_point
+from coordinator.commit.commit_point import commit_each
 from coordinator.errors import CommitConflict
 from coordinator.services import Services
 from coordinator.settings import Settings
@@ -64,7 +64,7 @@ def test_a_stuck_holder_is_seen_released_and_fenced(
         # The second instance takes the lock, writes its manifests and stalls before its commit point.
         late_commit = CommitRequest.model_validate(_commit(table, LATE, 0, [999]))
         stalled = PausedCall(
-            lambda: services.committer.commit(table.id, late_commit), at=commit_point
+            lambda: services.committer.commit(table.id, late_commit), at=commit_each
         ).start()
         [late] = services.locks.held()
 

@@ -17,7 +17,7 @@ import httpx
 import pyarrow as pa
 import pytest
 
-from coordinator.commit.commit_point import commit_point
+from coordinator.commit.commit_point import commit_each
 from coordinator.commit.snapshot_acceptance import MANIFEST_MERGE_USER, REBASE_APPENDS
 from coordinator_client.models import CommitRequest
 from paimon_format.manifest import (
@@ -95,7 +95,7 @@ def test_a_rest_commit_whose_base_moved(
         native = native_table(http, "db.events")
         committer = live_server.services.committer
         held = PausedCall(
-            lambda: committer.commit("db.events", native_append(native, range(10, 12))), at=commit_point
+            lambda: committer.commit("db.events", native_append(native, range(10, 12))), at=commit_each
         ).start()
         rest_commit, messages = prepare(table, events(range(3, 5)), overwrite=overwrite)
         with ThreadPoolExecutor(1) as pool:

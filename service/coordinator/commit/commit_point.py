@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import IntegrityError
 
 from coordinator.commit import live_index
 from coordinator.commit.answers import refs
@@ -33,13 +34,32 @@ from paimon_format.manifest import FileKind
 from paimon_format.snapshot import Snapshot
 
 
-class TableChanged(Exception):
-    """At the commit point: the table row is no longer the table (uuid) or schema the commits were
-    decided against; it was dropped and created again, or changed, without this hold seeing it first."""
+class DecideAgain(Exception):
+    """At the commit point: nothing of one table's change was written, and its members are decided again:
+    a record under one of their keys appeared meanwhile (a resend racing its original), answered then."""
 
     def __init__(self, table_id: str) -> None:
         super().__init__(table_id)
         self.table_id = table_id
+
+
+class TableChanged(DecideAgain):
+    """At the commit point: the table row is no longer the table (uuid) or schema the commits were
+    decided against; it was dropped and created again, or changed, without this hold seeing it first."""
+
+
+class TableConflict(Exception):
+    """At the commit point: one table's change was refused, its lease lost (LOCK_LOST) or its head moved
+    by someone else (LATEST_SNAPSHOT_MOVED); nothing of it is written."""
+
+    def __init__(self, table_id: str, conflict: Conflict) -> None:
+        super().__init__(f"{table_id}: {conflict.message}")
+        self.table_id = table_id
+        self.conflict = conflict
+
+
+Refusal = DecideAgain | TableConflict
+"""Why the commit point wrote nothing of one table's change."""
 
 
 @dataclass
@@ -78,22 +98,22 @@ def table_change(decided: TableDecisions, now: float) -> TableChange | None:
 
 
 def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:
-    """One transaction for a set of table changes: every lease is still ours, every head pointer moves
-    from the expected snapshot to the change's last one (with the table's size), every snapshot and
-    history row is recorded, and the live-file index advances by the snapshots' deltas.
+    """All or nothing (a transaction's tables): one database transaction in which every lease is still
+    ours, every head pointer moves from the expected snapshot to the change's last one (with the table's
+    size), every snapshot and history row is recorded, and the live-file index advances by the snapshots'
+    deltas.
 
     Each table row must still have the uuid and schema id its change was decided against: a table
     dropped and created again, or given other options, meanwhile gets nothing written for the old one.
 
     Raises:
-        Conflict: LOCK_LOST (a lease ran out) or LATEST_SNAPSHOT_MOVED; nothing is recorded then.
+        TableConflict: LOCK_LOST (a lease ran out) or LATEST_SNAPSHOT_MOVED; nothing is recorded then.
         TableChanged: a table row is another table or schema now; nothing is recorded then.
     """
-    lease = hold.lease_in_database()
-    if lease is not None and len(changes) == 1 and _fits_one_statement(hold.engine, changes[0]):
-        _commit_in_one_statement(hold.engine, lease, changes[0])
-        return
-    with hold.fenced() as conn:
+    with hold.engine.begin() as conn:
+        lost = hold.lost_lease(conn, [c.table.id for c in changes])
+        if lost is not None:
+            raise TableConflict(lost, lock_lost(hold.leases[lost]))
         for change in changes:
             table_id = change.table.id
             expected = version_of(change.table)
@@ -103,15 +123,42 @@ def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:
             elif not _advance(conn, change):
                 if repo.table_version(conn, table_id) != expected:
                     raise TableChanged(table_id)
-                raise Conflict(
-                    "LATEST_SNAPSHOT_MOVED",
-                    "another commit moved the table while this one held the lock",
-                    retryable=True,
-                )
+                raise TableConflict(table_id, _head_moved())
             repo.insert_snapshots(conn, table_id, [s.row(published=False) for s in change.snapshots])
             repo.insert_commits(conn, table_id, [h for h in change.history if h.extends is None])
             repo.extend_committed(conn, [h for h in change.history if h.extends is not None])
             live_index.advance(conn, table_id, change.deltas, change.records)
+
+
+def commit_each(hold: Hold, changes: Sequence[TableChange]) -> dict[str, Refusal]:
+    """Each table's change stands or falls on its own (a group, or a batch of groups of many tables):
+    returns why nothing was written for the tables that were refused; the others' changes are recorded.
+
+    On PostgreSQL the small changes (one snapshot that only adds a few files) go as one statement for all
+    of them (one_statement.py); the others as one transaction, again without a table that refused.
+
+    A history row's key taken (a resend racing its original) refuses the tables written with it.
+    """
+    leases = hold.leases_in_database()
+    small = [c for c in changes if leases is not None and _fits_one_statement(hold.engine, c)]
+    refused: dict[str, Refusal] = {}
+    if small:
+        try:
+            refused |= _commit_in_one_statement(hold.engine, leases or {}, small)
+        except IntegrityError:
+            refused |= {c.table.id: DecideAgain(c.table.id) for c in small}
+    rest = [c for c in changes if all(c is not s for s in small)]
+    while rest:
+        try:
+            commit_point(hold, rest)
+        except (DecideAgain, TableConflict) as refusal:
+            refused[refusal.table_id] = refusal
+            rest = [c for c in rest if c.table.id != refusal.table_id]
+            continue
+        except IntegrityError:
+            refused |= {c.table.id: DecideAgain(c.table.id) for c in rest}
+        break
+    return refused
 
 
 def _fits_one_statement(engine: Engine, change: TableChange) -> bool:
@@ -128,18 +175,35 @@ def _fits_one_statement(engine: Engine, change: TableChange) -> bool:
     )
 
 
-def _commit_in_one_statement(engine: Engine, lease: Lease, change: TableChange) -> None:
-    """The commit point of a small change as one statement.
+def _commit_in_one_statement(
+    engine: Engine, leases: dict[str, Lease], changes: Sequence[TableChange]
+) -> dict[str, Refusal]:
+    """The commit point of small changes as one statement; returns the refused tables and why."""
+    heads = [_head_move(leases[c.table.id], c) for c in changes]
+    with autocommit(engine) as conn:
+        fenced, moved = one_statement.commit_point(conn, heads)
+    refused: dict[str, Refusal] = {}
+    for change in changes:
+        table_id = change.table.id
+        if table_id in moved:
+            continue
+        if table_id not in fenced:
+            refused[table_id] = TableConflict(table_id, lock_lost(leases[table_id]))
+        elif changed_since(engine, change.table):
+            refused[table_id] = TableChanged(table_id)
+        else:
+            refused[table_id] = TableConflict(table_id, _head_moved())
+    return refused
 
-    Raises:
-        Conflict: LOCK_LOST or LATEST_SNAPSHOT_MOVED; TableChanged. Nothing is recorded then.
-    """
+
+def _head_move(lease: Lease, change: TableChange) -> one_statement.HeadMove:
     table, last = change.table, change.snapshots[-1]
     snapshot = last.snapshot if last.snapshot is not None else Snapshot.from_json(last.body)
     snapshot_id, entries = change.deltas[0]
     records = change.records.get(snapshot_id) or encode_entries(entries)
-    head = one_statement.HeadMove(
+    return one_statement.HeadMove(
         table.id,
+        lease,
         version_of(table),
         change.previous_id,
         last.id,
@@ -147,42 +211,22 @@ def _commit_in_one_statement(engine: Engine, lease: Lease, change: TableChange) 
         change.file_delta.files,
         change.file_delta.bytes,
         change.committed_at,
+        last.row(published=False),
+        change.history,
+        [live_files.row_values(table.id, e, snapshot_id, r) for e, r in zip(entries, records, strict=True)],
     )
-    added = [
-        live_files.row_values(table.id, e, snapshot_id, r) for e, r in zip(entries, records, strict=True)
-    ]
-    with autocommit(engine) as conn:
-        fenced, moved = one_statement.commit_point(
-            conn, lease, head, last.row(published=False), change.history, added
-        )
-    if not fenced:
-        raise lock_lost(lease)
-    if not moved:
-        _head_not_moved(engine, table)
 
 
-def _head_not_moved(engine: Engine, table: Table) -> None:
-    """Why a fenced head did not move: the table was replaced or changed, or another commit moved it.
-
-    Raises:
-        TableChanged, Conflict: always.
-    """
-    check_unchanged(engine, table)
-    raise Conflict(
+def _head_moved() -> Conflict:
+    return Conflict(
         "LATEST_SNAPSHOT_MOVED", "another commit moved the table while this one held the lock", retryable=True
     )
 
 
-def check_unchanged(engine: Engine, table: Table) -> None:
-    """For a group of rejections only, which are recorded without a commit point: not into a table that
-    replaced ours.
-
-    Raises:
-        TableChanged: the table row is another table or schema now.
-    """
+def changed_since(engine: Engine, table: Table) -> bool:
+    """Whether the table's row is another table or schema than `table` now."""
     with read_only(engine) as conn:
-        if repo.table_version(conn, table.id) != version_of(table):
-            raise TableChanged(table.id)
+        return repo.table_version(conn, table.id) != version_of(table)
 
 
 def _advance(conn: Connection, change: TableChange) -> bool:
@@ -212,12 +256,14 @@ def finish(bookkeeping: Engine, finished: Sequence[TableDecisions], hold: Hold, 
             committed.member.phases.total(ended)
     if not any(decided.committed or decided.rejected for decided in finished):
         return
-    lease = hold.lease_in_database()
-    if lease is not None and bookkeeping.dialect.name == "postgresql" and len(finished) == 1:
-        [decided] = finished
-        if not decided.rejected:
-            _finish_in_one_statement(bookkeeping, hold, lease, decided)
-            return
+    leases = hold.leases_in_database()
+    if leases is not None and bookkeeping.dialect.name == "postgresql":
+        with autocommit(bookkeeping) as conn:
+            one_statement.finish(
+                conn, [_table_finish(t, lease, finished, now) for t, lease in leases.items()]
+            )
+        hold.released_by_statement()
+        return
     with bookkeeping.begin() as conn:
         for decided in finished:
             published = decided.snapshots()
@@ -232,13 +278,23 @@ def finish(bookkeeping: Engine, finished: Sequence[TableDecisions], hold: Hold, 
         hold.release_in(conn)
 
 
-def _finish_in_one_statement(bookkeeping: Engine, hold: Hold, lease: Lease, decided: TableDecisions) -> None:
-    timings = [(*d.member.key, d.member.resolved.digest, d.member.phases.timings) for d in decided.committed]
-    with autocommit(bookkeeping) as conn:
-        published = decided.snapshots()
-        through = published[-1].id if published else 0  # an empty commit publishes nothing
-        one_statement.finish(conn, lease, decided.table.id, through, timings)
-    hold.released_by(decided.table.id)
+def _table_finish(
+    table_id: str, lease: Lease, finished: Sequence[TableDecisions], now: float
+) -> one_statement.TableFinish:
+    """One held table's part of the finish, over every TableDecisions of it (re-applied commits first)."""
+    decided = [d for d in finished if d.table.id == table_id]
+    published = [s.id for d in decided for s in d.snapshots()]
+    return one_statement.TableFinish(
+        table_id,
+        lease,
+        published[-1] if published else 0,
+        [
+            (*c.member.key, c.member.resolved.digest, c.member.phases.timings)
+            for d in decided
+            for c in d.committed
+        ],
+        [history_row(r.member, now, conflict=r.conflict) for d in decided for r in d.rejected],
+    )
 
 
 def history_row(

@@ -55,7 +55,7 @@ class Decider:
                 found = None  # a transaction records no rejection: a rejected record is another commit's
             decision = _from_record(member, found) or self._refused(table, member) or _later(member, claimed)
             if decision is None:
-                hold.check_alive()
+                hold.check_alive(table.id)
                 # A member whose commit's other kind is recorded joins that row (see resends.Relation).
                 extends = found.stored.id if found is not None else None
                 decision = self.decide(table, state, member, decisions, extends=extends)

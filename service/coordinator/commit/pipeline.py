@@ -27,17 +27,30 @@ from sqlalchemy.exc import IntegrityError
 from coordinator.clock import Clock
 from coordinator.commit.answers import answer, conflict_model
 from coordinator.commit.catch_up import CatchUp
-from coordinator.commit.commit_point import TableChanged, check_unchanged, commit_point, finish, table_change
+from coordinator.commit.commit_point import (
+    DecideAgain,
+    Refusal,
+    TableChanged,
+    TableConflict,
+    changed_since,
+    commit_each,
+    commit_point,
+    finish,
+    table_change,
+)
 from coordinator.commit.decide import Decider
 from coordinator.commit.in_flight import InFlight
 from coordinator.commit.intake import Intakes, native_intake, proposal_intake
 from coordinator.commit.member import (
     Committed,
     Decision,
+    Failed,
     Intake,
+    Later,
     Member,
     Refused,
     Rejected,
+    Replayed,
     TableDecisions,
 )
 from coordinator.commit.phases import timed_together
@@ -269,62 +282,69 @@ class Committer:
         self, hold: Hold, parts: Sequence[tuple[Table, list[Member]]], *, atomic: bool
     ) -> list[TableDecisions] | None:
         """One look at the tables under the hold; None when nothing was written and the members are to be
-        decided again."""
+        decided again. Outside a transaction each table stands or falls on its own: what fails for one
+        table (its catch-up, its lease, its head, its row) answers or requeues only its members."""
         steps = self._steps
         standing: list[TableDecisions] = []
         """Re-applied commits of an overwritten head: committed at a commit point of their own first."""
         fresh: list[TableDecisions] = []
         try:
             for table, members in parts:
-                with timed_together([m.phases for m in members], "reconcile"):
-                    table, context = steps.catch_up.context(table, members)
-                    state, lost = steps.catch_up.catch_up(table, context)
-                if lost:
-                    reapplied = self._reapply(hold, table, state, lost)
-                    if reapplied is None:
+                try:
+                    looked = self._decide_table(hold, table, members)
+                except Exception as error:
+                    if atomic or len(parts) == 1:
+                        raise
+                    fresh.append(self._failed(table, members, error))
+                    continue
+                if looked is None:
+                    if atomic or len(parts) == 1:
                         self._discard(fresh)
                         return None
-                    standing.append(reapplied)
-                decided = TableDecisions(
-                    table,
-                    state,
-                    state.snapshot_id,
-                    steps.decider.decide_all(table, context, state, members, hold),
-                )
+                    fresh.append(TableDecisions(table, None, 0, [Later(m) for m in members]))
+                    continue
+                reapplied, decided = looked
+                standing.extend(reapplied)
                 fresh.append(decided)
-                if any(isinstance(d, Rejected) and d.advanced for d in decided.decisions):
-                    # Part of a committable advanced the in-memory state: built again from what is committed.
-                    steps.states.invalidate(table.id)
                 if atomic and any(isinstance(d, (Rejected, Refused)) for d in decided.decisions):
                     break
             if atomic and not all(isinstance(d, Committed) for t in fresh for d in t.decisions):
                 self._discard(fresh)
                 return standing + fresh
-            changes = [(d, change) for d in fresh if (change := table_change(d, steps.clock.now()))]
-            committed = [c.member.phases for d in fresh for c in d.committed]
-            if changes:
-                with timed_together(committed, "commitPoint"):
+            now = steps.clock.now()
+            changes = [(d, change) for d in fresh if (change := table_change(d, now))]
+            with timed_together([c.member.phases for d in fresh for c in d.committed], "commitPoint"):
+                if atomic:
                     commit_point(hold, [change for _, change in changes])
+                    refused: dict[str, Refusal] = {}
+                else:
+                    refused = commit_each(hold, [change for _, change in changes])
             for decided in fresh:
-                if decided.rejected and not decided.committed:
-                    check_unchanged(steps.engine, decided.table)  # rejections are recorded into this table
+                if decided.rejected and not decided.committed and changed_since(steps.engine, decided.table):
+                    refused[decided.table.id] = TableChanged(
+                        decided.table.id
+                    )  # rejections are recorded there
+            fresh = [
+                self._refused(hold, d, refused[d.table.id]) if d.table.id in refused else d for d in fresh
+            ]
             for decided in fresh:
-                assert decided.state is not None
-                decided.state.manifests.keep_written()
-        except TableChanged as changed:
+                if decided.state is not None:
+                    decided.state.manifests.keep_written()
+        except TableChanged as changed:  # a transaction's table
             # The catch-up may have indexed the old table's files under the new one's id: forgotten, the
             # index is built again from the table's latest snapshot by the next catch-up.
             self._discard(fresh)
-            with hold.fenced() as conn:
+            with hold.fenced([changed.table_id]) as conn:
                 live_files.reset_index(conn, changed.table_id)
             return None
-        except IntegrityError:
+        except (DecideAgain, IntegrityError):
             self._discard(fresh)  # the next look answers those members from their records
             return None
-        except Conflict as conflict:
+        except (Conflict, TableConflict) as failed:
             # The hold failed (lease lost, head moved): nothing of it is written, and every member not
             # answered from its record is rejected.
             self._discard(fresh)
+            conflict = failed.conflict if isinstance(failed, TableConflict) else failed
             model = conflict_model(steps.engine, parts[0][0], conflict)
             if atomic:
                 raise CommitConflict(model) from None
@@ -335,6 +355,8 @@ class Committer:
             self._discard(fresh)
             raise
         for decided, change in changes:
+            if decided.table.id in refused:
+                continue
             with timed_together([c.member.phases for c in decided.committed], "publish"):
                 steps.publication.publish_group(decided, change.snapshots)
             if atomic and decided.later:
@@ -344,6 +366,54 @@ class Committer:
                     "transaction's snapshot was published there"
                 )
         return standing + fresh
+
+    def _decide_table(
+        self, hold: Hold, table: Table, members: list[Member]
+    ) -> tuple[list[TableDecisions], TableDecisions] | None:
+        """One table's catch-up, its re-applied commits, and its members decided on top of its state; None
+        when its members are to be decided again on a state built anew."""
+        steps = self._steps
+        with timed_together([m.phases for m in members], "reconcile"):
+            table, context = steps.catch_up.context(table, members)
+            state, lost = steps.catch_up.catch_up(table, context)
+        reapplied = []
+        if lost:
+            again = self._reapply(hold, table, state, lost)
+            if again is None:
+                return None
+            reapplied.append(again)
+        decided = TableDecisions(
+            table, state, state.snapshot_id, steps.decider.decide_all(table, context, state, members, hold)
+        )
+        if any(isinstance(d, Rejected) and d.advanced for d in decided.decisions):
+            # Part of a committable advanced the in-memory state: built again from what is committed.
+            steps.states.invalidate(table.id)
+        return reapplied, decided
+
+    def _failed(self, table: Table, members: Sequence[Member], error: Exception) -> TableDecisions:
+        """One table of several whose catch-up or deciding failed: its members get its error (a lost lease
+        is their retryable conflict, recorded), and the other tables go on."""
+        if isinstance(error, (Conflict, TableConflict)):
+            conflict = error.conflict if isinstance(error, TableConflict) else error
+            model = conflict_model(self._steps.engine, table, conflict)
+            return TableDecisions.all_rejected(table, members, [], model)
+        return TableDecisions(table, None, 0, [Failed(m, error) for m in members])
+
+    def _refused(self, hold: Hold, decided: TableDecisions, refusal: Refusal) -> TableDecisions:
+        """What becomes of one table's decisions when the commit point wrote nothing of them: after a
+        lost lease or a moved head, its members are rejected (retryable); after a change of its row or a
+        record that appeared meanwhile, they are decided again in the next group. Answers from records
+        and refusals stand either way."""
+        self._discard([decided])
+        settled = [d for d in decided.decisions if isinstance(d, (Replayed, Refused, Failed))]
+        others = [d.member for d in decided.decisions if not isinstance(d, (Replayed, Refused, Failed))]
+        if isinstance(refusal, TableConflict):
+            model = conflict_model(self._steps.engine, decided.table, refusal.conflict)
+            return TableDecisions(decided.table, None, 0, [*settled, *(Rejected(m, model) for m in others)])
+        if isinstance(refusal, TableChanged):
+            with hold.fenced([decided.table.id]) as conn:
+                live_files.reset_index(conn, decided.table.id)
+        return TableDecisions(decided.table, None, 0, [*settled, *(Later(m) for m in others)])
 
     def _reapply(
         self, hold: Hold, table: Table, state: TableState, lost: list[ResolvedCommittable]
@@ -355,7 +425,7 @@ class Committer:
         decisions: list[Decision] = []
         reapplied = TableDecisions(table, state, state.snapshot_id, decisions)
         for member in [reapplying(table, resolved) for resolved in lost]:
-            hold.check_alive()
+            hold.check_alive(table.id)
             decisions.append(steps.decider.decide(table, state, member, decisions, extends=None))
         change = table_change(reapplied, steps.clock.now())
         if change is not None:

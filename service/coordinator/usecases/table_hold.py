@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Literal
 
@@ -50,31 +50,44 @@ class Hold:
         self._released: set[str] = set()
         self.keepers: list[LeaseKeeper] = []
 
-    def fence(self, conn: Connection) -> None:
-        """Inside the change's transaction: every lease is still ours, or nothing is written.
+    def fence(self, conn: Connection, table_ids: Collection[str] | None = None) -> None:
+        """Inside the change's transaction: every lease (of `table_ids`, if given) is still ours, or nothing
+        is written.
 
         Raises:
             Conflict: LOCK_LOST.
         """
-        for lease in self.leases.values():
+        lost = self.lost_lease(conn, table_ids)
+        if lost is not None:
+            raise lock_lost(self.leases[lost])
+
+    def lost_lease(self, conn: Connection, table_ids: Collection[str] | None = None) -> str | None:
+        """Inside the caller's transaction: the first table (of `table_ids`, if given) whose lease is no
+        longer ours; None when all still are."""
+        for table_id, lease in self.leases.items():
+            if table_ids is not None and table_id not in table_ids:
+                continue
             if not self._locks.still_held(conn, lease):
-                raise lock_lost(lease)
+                return table_id
+        return None
 
-    def check_alive(self) -> None:
-        """Give up early when a lease keeper already found a lease lost: nothing written would commit.
+    def check_alive(self, table_id: str | None = None) -> None:
+        """Give up early when a lease keeper already found a lease (the table's, if given) lost: nothing
+        written would commit.
 
         Raises:
             Conflict: LOCK_LOST.
         """
-        for lease, keeper in zip(self.leases.values(), self.keepers, strict=True):
-            if keeper.lost:
+        for (held, lease), keeper in zip(self.leases.items(), self.keepers, strict=True):
+            if keeper.lost and table_id in (None, held):
                 raise lock_lost(lease)
 
     @contextmanager
-    def fenced(self) -> Iterator[Connection]:
-        """A transaction that commits only while every lease of the hold is still ours."""
+    def fenced(self, table_ids: Collection[str] | None = None) -> Iterator[Connection]:
+        """A transaction that commits only while every lease of the hold (of `table_ids`, if given) is
+        still ours."""
         with self._engine.begin() as conn:
-            self.fence(conn)
+            self.fence(conn, table_ids)
             yield conn
 
     def record(
@@ -89,19 +102,18 @@ class Hold:
     def engine(self) -> Engine:
         return self._engine
 
-    def lease_in_database(self) -> Lease | None:
-        """The hold's one lease when its lock lives in the metadata database (the lock table): then one
-        statement there can fence it, or release it, beside its own writes. None otherwise."""
-        if len(self.leases) != 1 or not self._locks.in_metadata_database:
-            return None
-        return next(iter(self.leases.values()))
+    def leases_in_database(self) -> dict[str, Lease] | None:
+        """The hold's leases by table id when its locks live in the metadata database (the lock table):
+        then one statement there can fence them, or release them, beside its own writes. None otherwise."""
+        return dict(self.leases) if self._locks.in_metadata_database else None
 
-    def released_by(self, table_id: str) -> None:
-        """The caller's statement released the table's lease (one_statement.finish): the hold's end does
-        not release it again, and nobody renews it."""
+    def released_by_statement(self) -> None:
+        """A statement of the caller's released every lease (one_statement.finish): the hold's end does not
+        release them again, nobody renews them, and this process's waiters try at once."""
         self._stop_renewing()
-        self._released.add(table_id)
-        self._locks.wake_waiters(self.leases[table_id].lock_id)
+        for table_id, lease in self.leases.items():
+            self._released.add(table_id)
+            self._locks.wake_waiters(lease.lock_id)
 
     def release_in(self, conn: Connection) -> None:
         """Release every lease as part of the caller's transaction; the hold's end then does nothing."""

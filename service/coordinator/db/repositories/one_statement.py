@@ -1,21 +1,23 @@
-"""The commit point and the finish of a small commit as one statement each, on PostgreSQL.
+"""The commit point and the finish of small commits as one statement each, on PostgreSQL.
 
 A commit point is several writes (the fence, the head, the snapshot row, the history rows, the live-file
 index), and in a transaction each is a round trip, with BEGIN and COMMIT two more. PostgreSQL runs the
-data-modifying parts of one statement's WITH clause atomically, so a commit to one table of one snapshot
-that only adds files (a streaming job's checkpoint) goes as one statement in autocommit: every write is
-conditioned on the fence holding and the head moving, which the statement returns. The finish (the
-snapshot published, the phase timings, the lock released) is one statement too. Anything larger, or any
-other database, takes the transactions of commit/commit_point.py, which write the same rows.
+data-modifying parts of one statement's WITH clause atomically, so the changes of one or many tables that
+each make one snapshot which only adds files (a streaming job's checkpoint) go as one statement in
+autocommit. Each table's writes are conditioned on its own lease holding and its own head moving, and
+the statement returns the tables for which both held: one table's failure writes nothing of it and
+takes nothing from the others. The finish (snapshots published, phase timings, rejections, the locks
+released) is one statement too. Anything else takes the transactions of commit/commit_point.py, which
+write the same rows.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from sqlalchemy import Connection, TextClause, text
+from sqlalchemy import Connection, text
 
 from coordinator.db.engine import now_ms
 from coordinator.db.repositories.commits import NewCommit
@@ -27,9 +29,11 @@ from paimon_format.snapshot import BATCH_IDENTIFIER
 
 @dataclass(frozen=True)
 class HeadMove:
-    """The table's head from `previous` to `new`, with its size, while the row is still `version`."""
+    """One table's change: its head from `previous` to `new` with its size, while `lease` is still ours
+    and the row is still `version`; its one snapshot row, its history rows and its added files."""
 
     table_id: str
+    lease: Lease
     version: TableVersion
     previous: int
     new: int
@@ -37,95 +41,176 @@ class HeadMove:
     files: int
     size: int
     at: float
+    snapshot: dict[str, object]
+    history: Sequence[NewCommit]
+    added: Sequence[LiveFileValues] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TableFinish:
+    """One table's part of the finish: published through `through` (0: nothing), its commits' phase
+    timings ((commitUser, identifier, digest, timings) each), its rejections, and its lease released."""
+
+    table_id: str
+    lease: Lease
+    through: int
+    timings: Sequence[tuple[str, int, str, dict[str, float]]]
+    rejected: Sequence[NewCommit]
 
 
 _COMMIT_POINT = """
-WITH fence AS (
-    UPDATE locks SET expires_at_ms = expires_at_ms
-    WHERE lock_id = :lock_id AND owner = :owner AND epoch = :epoch AND expires_at_ms >= {now}
-    RETURNING lock_id
+WITH h AS (
+    SELECT * FROM jsonb_to_recordset(CAST(:heads AS jsonb)) AS h(
+        table_id text, lock_id text, owner text, epoch bigint, uuid text, schema_id bigint,
+        previous bigint, new bigint, records bigint, files bigint, bytes bigint, at float8)
+), fence AS (
+    UPDATE locks SET expires_at_ms = locks.expires_at_ms FROM h
+    WHERE locks.lock_id = h.lock_id AND locks.owner = h.owner AND locks.epoch = h.epoch
+      AND locks.expires_at_ms >= {now}
+    RETURNING locks.lock_id
 ), head AS (
-    UPDATE paimon_tables
-    SET latest_snapshot_id = :new, total_record_count = :records, file_count = file_count + :files,
-        file_bytes = file_bytes + :bytes, last_commit_at = :at
-    WHERE id = :table_id AND latest_snapshot_id = :previous AND uuid = :uuid AND schema_id = :schema_id
-      AND EXISTS (SELECT FROM fence)
-    RETURNING id
+    UPDATE paimon_tables AS t
+    SET latest_snapshot_id = h.new, total_record_count = h.records, file_count = t.file_count + h.files,
+        file_bytes = t.file_bytes + h.bytes, last_commit_at = h.at
+    FROM h
+    WHERE t.id = h.table_id AND t.latest_snapshot_id = h.previous AND t.uuid = h.uuid
+      AND t.schema_id = h.schema_id AND h.lock_id IN (SELECT lock_id FROM fence)
+    RETURNING t.id
 ), snapshot AS (
     INSERT INTO snapshots
         (table_id, snapshot_id, commit_user, commit_identifier, commit_kind, time_millis, body, published)
-    SELECT :table_id, :new, :s_user, :s_identifier, :s_kind, :s_time, :s_body, false
-    WHERE EXISTS (SELECT FROM head)
+    SELECT s.table_id, s.snapshot_id, s.commit_user, s.commit_identifier, s.commit_kind, s.time_millis,
+           s.body, false
+    FROM jsonb_to_recordset(CAST(:snapshots AS jsonb)) AS s(
+        table_id text, snapshot_id bigint, commit_user text, commit_identifier bigint, commit_kind text,
+        time_millis bigint, body text)
+    WHERE s.table_id IN (SELECT id FROM head)
 ), history AS (
     INSERT INTO commits (table_id, commit_user, identifier, outcome, snapshots, timings, conflict,
                          idempotency_key, created_at, action, details, digest)
-    SELECT :table_id, h.commit_user, h.identifier, h.outcome, h.snapshots, h.timings, h.conflict,
-           h.idempotency_key, h.created_at, h.action, h.details, h.digest
-    FROM jsonb_to_recordset(CAST(:history AS jsonb)) AS h(
-        commit_user text, identifier bigint, outcome text, snapshots jsonb, timings jsonb,
+    SELECT c.table_id, c.commit_user, c.identifier, c.outcome, c.snapshots, c.timings, c.conflict,
+           c.idempotency_key, c.created_at, c.action, c.details, c.digest
+    FROM jsonb_to_recordset(CAST(:history AS jsonb)) AS c(
+        table_id text, commit_user text, identifier bigint, outcome text, snapshots jsonb, timings jsonb,
         conflict jsonb, idempotency_key text, created_at float8, action text, details jsonb, digest text)
-    WHERE EXISTS (SELECT FROM head)
+    WHERE c.table_id IN (SELECT id FROM head)
 ), files AS (
     INSERT INTO live_files (table_id, partition, bucket, level, file_name, total_buckets,
                             max_sequence_number, added_in, removed_in, entry)
-    SELECT :table_id, f.partition, f.bucket, f.level, f.file_name, f.total_buckets,
-           f.max_sequence_number, :new, NULL, f.entry
-    FROM unnest(CAST(:f_partition AS bytea[]), CAST(:f_bucket AS int[]), CAST(:f_level AS int[]),
-                CAST(:f_name AS text[]), CAST(:f_total_buckets AS int[]), CAST(:f_max_sequence AS bigint[]),
-                CAST(:f_entry AS bytea[]))
-         AS f(partition, bucket, level, file_name, total_buckets, max_sequence_number, entry)
-    WHERE EXISTS (SELECT FROM head)
+    SELECT f.table_id, f.partition, f.bucket, f.level, f.file_name, f.total_buckets,
+           f.max_sequence_number, f.added_in, NULL, f.entry
+    FROM unnest(CAST(:f_table AS text[]), CAST(:f_partition AS bytea[]), CAST(:f_bucket AS int[]),
+                CAST(:f_level AS int[]), CAST(:f_name AS text[]), CAST(:f_total_buckets AS int[]),
+                CAST(:f_max_sequence AS bigint[]), CAST(:f_added_in AS bigint[]), CAST(:f_entry AS bytea[]))
+         AS f(table_id, partition, bucket, level, file_name, total_buckets, max_sequence_number, added_in,
+              entry)
+    WHERE f.table_id IN (SELECT id FROM head)
     ON CONFLICT (table_id, partition, bucket, level, file_name) DO UPDATE
     SET total_buckets = excluded.total_buckets, max_sequence_number = excluded.max_sequence_number,
         added_in = excluded.added_in, removed_in = NULL, entry = excluded.entry
 ), index_at AS (
-    INSERT INTO live_index (table_id, snapshot_id) SELECT :table_id, :new WHERE EXISTS (SELECT FROM head)
+    INSERT INTO live_index (table_id, snapshot_id)
+    SELECT h.table_id, h.new FROM h WHERE h.table_id IN (SELECT id FROM head)
     ON CONFLICT (table_id) DO UPDATE SET snapshot_id = excluded.snapshot_id
 )
-SELECT EXISTS (SELECT FROM fence) AS fenced, EXISTS (SELECT FROM head) AS moved
+SELECT ARRAY(SELECT lock_id FROM fence) AS fenced, ARRAY(SELECT id FROM head) AS moved
 """
 
 _FINISH = """
-WITH published AS (
-    UPDATE snapshots SET published = true
-    WHERE table_id = :table_id AND NOT published AND snapshot_id <= :through
+WITH t AS (
+    SELECT * FROM jsonb_to_recordset(CAST(:tables AS jsonb))
+        AS t(table_id text, through bigint, lock_id text, owner text, epoch bigint)
+), published AS (
+    UPDATE snapshots AS s SET published = true FROM t
+    WHERE s.table_id = t.table_id AND NOT s.published AND s.snapshot_id <= t.through
 ), timings AS (
-    UPDATE commits SET timings = t.timings
+    UPDATE commits SET timings = x.timings
     FROM jsonb_to_recordset(CAST(:timings AS jsonb))
-         AS t(commit_user text, identifier bigint, digest text, timings jsonb)
-    WHERE commits.table_id = :table_id AND commits.commit_user = t.commit_user
-      AND commits.identifier = t.identifier AND commits.outcome = 'committed'
-      AND (commits.identifier <> :batch OR commits.digest = t.digest)
+         AS x(table_id text, commit_user text, identifier bigint, digest text, timings jsonb)
+    WHERE commits.table_id = x.table_id AND commits.commit_user = x.commit_user
+      AND commits.identifier = x.identifier AND commits.outcome = 'committed'
+      AND (commits.identifier <> :batch OR commits.digest = x.digest)
+), rejected AS (
+    INSERT INTO commits (table_id, commit_user, identifier, outcome, snapshots, timings, conflict,
+                         idempotency_key, created_at, action, details, digest)
+    SELECT c.table_id, c.commit_user, c.identifier, c.outcome, c.snapshots, c.timings, c.conflict,
+           c.idempotency_key, c.created_at, c.action, c.details, c.digest
+    FROM jsonb_to_recordset(CAST(:rejected AS jsonb)) AS c(
+        table_id text, commit_user text, identifier bigint, outcome text, snapshots jsonb, timings jsonb,
+        conflict jsonb, idempotency_key text, created_at float8, action text, details jsonb, digest text)
 )
-UPDATE locks SET owner = NULL, expires_at_ms = 0
-WHERE lock_id = :lock_id AND owner = :owner AND epoch = :epoch
+UPDATE locks SET owner = NULL, expires_at_ms = 0 FROM t
+WHERE locks.lock_id = t.lock_id AND locks.owner = t.owner AND locks.epoch = t.epoch
 """
 
-_STATEMENTS: dict[str, TextClause] = {}
+_FILE_COLUMNS = {
+    "f_partition": 1,
+    "f_bucket": 2,
+    "f_level": 3,
+    "f_name": 4,
+    "f_total_buckets": 5,
+    "f_max_sequence": 6,
+    "f_added_in": 7,
+    "f_entry": 9,
+}
+"""Each array parameter's column in LiveFileValues (the order of live_files' columns)."""
 
 
-def commit_point(
-    conn: Connection,
-    lease: Lease,
-    head: HeadMove,
-    snapshot: dict[str, object],
-    history: Sequence[NewCommit],
-    added: Sequence[LiveFileValues],
-) -> tuple[bool, bool]:
-    """One statement in autocommit; returns (the lease still ours, the head moved). Nothing is written
-    unless both hold. A history row whose key is taken raises IntegrityError, and nothing is written."""
-    statement = _STATEMENTS.get("commit_point")
-    if statement is None:
-        statement = _STATEMENTS["commit_point"] = text(_COMMIT_POINT.format(now=now_ms(conn.engine).text))
-
-    def files(column: int) -> list[object]:
-        return [row[column] for row in added]
-
+def commit_point(conn: Connection, heads: Sequence[HeadMove]) -> tuple[set[str], set[str]]:
+    """One statement in autocommit; returns (the tables whose lease still held, the tables whose head
+    moved and whose rows are written). A history row whose key is taken raises IntegrityError, and
+    nothing at all is written."""
+    statement = text(_COMMIT_POINT.format(now=now_ms(conn.engine).text))
+    added = [row for head in heads for row in head.added]
     params: dict[str, object] = {
-        "lock_id": lease.lock_id,
-        "owner": lease.owner,
-        "epoch": lease.epoch,
+        "heads": json.dumps([_head_json(h) for h in heads]),
+        "snapshots": json.dumps([{"table_id": h.table_id, **h.snapshot} for h in heads]),
+        "history": json.dumps([_commit_json(h.table_id, c) for h in heads for c in h.history]),
+        "f_table": [row[0] for row in added],
+        **{name: [row[column] for row in added] for name, column in _FILE_COLUMNS.items()},
+    }
+    row = conn.execute(statement, params).one()
+    fenced = set(row.fenced)
+    return {h.table_id for h in heads if h.lease.lock_id in fenced}, set(row.moved)
+
+
+def finish(conn: Connection, tables: Sequence[TableFinish]) -> None:
+    """Every table's snapshots published through its `through`, its commits' timings completed, its
+    rejections recorded and its lease released: one statement in autocommit."""
+    conn.execute(
+        text(_FINISH),
+        {
+            "tables": json.dumps(
+                [
+                    {
+                        "table_id": t.table_id,
+                        "through": t.through,
+                        "lock_id": t.lease.lock_id,
+                        "owner": t.lease.owner,
+                        "epoch": t.lease.epoch,
+                    }
+                    for t in tables
+                ]
+            ),
+            "timings": json.dumps(
+                [
+                    {"table_id": t.table_id, "commit_user": u, "identifier": i, "digest": d, "timings": tm}
+                    for t in tables
+                    for u, i, d, tm in t.timings
+                ]
+            ),
+            "rejected": json.dumps([_commit_json(t.table_id, c) for t in tables for c in t.rejected]),
+            "batch": BATCH_IDENTIFIER,
+        },
+    )
+
+
+def _head_json(head: HeadMove) -> dict[str, object]:
+    return {
         "table_id": head.table_id,
+        "lock_id": head.lease.lock_id,
+        "owner": head.lease.owner,
+        "epoch": head.lease.epoch,
         "uuid": head.version.uuid,
         "schema_id": head.version.schema_id,
         "previous": head.previous,
@@ -134,56 +219,14 @@ def commit_point(
         "files": head.files,
         "bytes": head.size,
         "at": head.at,
-        "s_user": snapshot["commit_user"],
-        "s_identifier": snapshot["commit_identifier"],
-        "s_kind": snapshot["commit_kind"],
-        "s_time": snapshot["time_millis"],
-        "s_body": snapshot["body"],
-        "history": json.dumps([_history_json(c) for c in history]),
-        # In the order of live_files' columns (LiveFileValues); table, added_in and removed_in are given.
-        "f_partition": files(1),
-        "f_bucket": files(2),
-        "f_level": files(3),
-        "f_name": files(4),
-        "f_total_buckets": files(5),
-        "f_max_sequence": files(6),
-        "f_entry": files(9),
     }
-    row = conn.execute(statement, params).one()
-    return bool(row.fenced), bool(row.moved)
 
 
-def finish(
-    conn: Connection,
-    lease: Lease,
-    table_id: str,
-    through: int,
-    timings: Sequence[tuple[str, int, str, dict[str, float]]],
-) -> None:
-    """Snapshots through `through` published, the commits' phase timings ((commitUser, identifier,
-    digest, timings) each) completed, and the lease released: one statement in autocommit."""
-    statement = _STATEMENTS.get("finish")
-    if statement is None:
-        statement = _STATEMENTS["finish"] = text(_FINISH)
-    rows = [{"commit_user": u, "identifier": i, "digest": d, "timings": t} for u, i, d, t in timings]
-    conn.execute(
-        statement,
-        {
-            "table_id": table_id,
-            "through": through,
-            "timings": json.dumps(rows),
-            "batch": BATCH_IDENTIFIER,
-            "lock_id": lease.lock_id,
-            "owner": lease.owner,
-            "epoch": lease.epoch,
-        },
-    )
-
-
-def _history_json(commit: NewCommit) -> dict[str, object]:
+def _commit_json(table_id: str, commit: NewCommit) -> dict[str, object]:
     """A history row as jsonb_to_recordset reads it: a key left out is SQL NULL (a JSON null would be a
     jsonb null, which the ORM's columns never hold)."""
     values: dict[str, object] = {
+        "table_id": table_id,
         "commit_user": commit.commit_user,
         "identifier": commit.identifier,
         "outcome": commit.outcome,
