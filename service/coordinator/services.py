@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 from coordinator.access.audit import AuditLog
 from coordinator.access.tokens import TokenStore
 from coordinator.clock import Clock
+from coordinator.commit.batch import Batches
 from coordinator.commit.catch_up import CatchUp
 from coordinator.commit.decide import Decider
 from coordinator.commit.file_checks import FileChecks
@@ -113,6 +114,7 @@ class Services:
                 holds=holds,
                 intakes=Intakes(engine, tables, file_checks, clock),
                 queues=queues,
+                batches=Batches(),
                 in_flight=in_flight,
                 catch_up=CatchUp(engine, fileio, tables, states, live_index, publication, metrics),
                 decider=Decider(engine, live_index, clock),

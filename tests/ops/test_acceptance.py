@@ -63,9 +63,7 @@ def test_a_stuck_holder_is_seen_released_and_fenced(
         lock_id = services.tables.get(table.id).lock_id
         # The second instance takes the lock, writes its manifests and stalls before its commit point.
         late_commit = CommitRequest.model_validate(_commit(table, LATE, 0, [999]))
-        stalled = PausedCall(
-            lambda: services.committer.commit(table.id, late_commit), at=commit_each
-        ).start()
+        stalled = PausedCall(lambda: services.committer.commit(table.id, late_commit), at=commit_each).start()
         [late] = services.locks.held()
 
         answers: dict[str, list[int]] = {}

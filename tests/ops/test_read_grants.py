@@ -6,6 +6,7 @@ or not per part, and nothing of paths, endpoints or exceptions."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +18,7 @@ from coordinator.settings import Settings
 from tests.support.commits import append_commit
 from tests.support.paimon_files import PaimonTable, create_table
 from tests.support.rest_writers import CATALOG_NAME, read_rows, rest_catalog
-from tests.support.served import LiveServer, free_port
+from tests.support.served import LiveServer
 from tests.support.tokens import Authed, bearer
 
 P = f"/v1/{CATALOG_NAME}"
@@ -183,10 +184,20 @@ def test_the_rest_catalog_lists_and_serves_only_the_grant(world: tuple[LiveServe
 
 
 def test_health_says_ok_or_unavailable_to_all_and_why_to_admins(settings: Settings) -> None:
-    # A warehouse whose store is not there: the check fails with the store's endpoint in its text.
-    port = free_port()
-    store = f"s3://AKPROBE:SKPROBE@probe-bucket/wh?endpoint_override=127.0.0.1:{port}&scheme=http&region=r1"
-    down = settings.model_copy(update={"require_tokens": True, "warehouse": store})
+    # A warehouse whose store is not there: the check fails with the store's endpoint in its text. The
+    # port stays bound (never listening) for the test, so no other process can start answering on it.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        store = (
+            f"s3://AKPROBE:SKPROBE@probe-bucket/wh?endpoint_override=127.0.0.1:{port}&scheme=http&region=r1"
+        )
+        _health_without_the_store(
+            settings.model_copy(update={"require_tokens": True, "warehouse": store}), port
+        )
+
+
+def _health_without_the_store(down: Settings, port: int) -> None:
     with LiveServer(down) as server, httpx.Client(base_url=server.url, timeout=60) as http:
         admin = server.services.tokens.create("ops", "admin").token
         reader = server.services.tokens.create("on-call", "reader").token

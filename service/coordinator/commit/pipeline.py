@@ -26,6 +26,7 @@ from sqlalchemy.exc import IntegrityError
 
 from coordinator.clock import Clock
 from coordinator.commit.answers import answer, conflict_model
+from coordinator.commit.batch import Batches, TableGroup
 from coordinator.commit.catch_up import CatchUp
 from coordinator.commit.commit_point import (
     DecideAgain,
@@ -102,6 +103,7 @@ class Collaborators:
     holds: TableHolds
     intakes: Intakes
     queues: CommitQueues
+    batches: Batches
     in_flight: InFlight
     catch_up: CatchUp
     decider: Decider
@@ -211,20 +213,58 @@ class Committer:
         return member.answer.result()
 
     def _lead(self, table: Table, take: TakeGroup) -> list[Member]:
-        """Hold the table, then take the group; decide and commit it, finish, and answer every member.
-        Returns the members left for the next group."""
+        """Commit the table's group, in a batch with the groups of other tables ready at the same moment
+        when there are; alone when the batch could not take the table's lock. Returns the members left
+        for the next group."""
+        batches = self._steps.batches
+        group = TableGroup(table, take)
+        batches.join(group)
+        while (batch := batches.next_batch(group)) is not None:
+            with batches.committing(batch):
+                self._commit_batch(batch)
+        later = group.later.result()
+        return later if later is not None else self._lead_alone(table, take)
+
+    def _commit_batch(self, batch: Sequence[TableGroup]) -> None:
+        """Hold every table of the batch whose lock is free (one statement), take their groups, decide and
+        commit them, finish (one statement), and answer every member; the groups of tables held
+        elsewhere are handed back to their leaders."""
+        steps = self._steps
+        with steps.holds.hold_free([g.table for g in batch], "commit") as hold:
+            acquired = time.perf_counter()
+            held = [g for g in batch if g.table.id in hold.leases]
+            steps.metrics.batch_tables.observe(len(held))
+            parts = [(g.table, self._taken(g.take, acquired)) for g in held]
+            decided = self._decide_and_commit(hold, parts, atomic=False) if parts else []
+            finish(steps.bookkeeping, decided, hold, steps.clock.now())
+        for table_decisions in decided:
+            answer(table_decisions)
+        for group in held:
+            group.later.set_result([m for d in decided if d.table.id == group.table.id for m in d.later])
+        for group in batch:
+            if not group.later.done():
+                group.later.set_result(None)  # its lock is busy: its leader holds it alone
+
+    def _lead_alone(self, table: Table, take: TakeGroup) -> list[Member]:
+        """Hold the table, waiting for its lock, then take the group; decide and commit it, finish, and
+        answer every member. Returns the members left for the next group."""
         steps = self._steps
         with steps.holds.hold([table], "commit") as hold:
-            acquired = time.perf_counter()
-            group = take()
-            steps.metrics.group_size.observe(len(group))
-            for member in group:
-                member.phases.waited("lockWait", acquired)
-            decided = self._decide_and_commit(hold, [(table, group)], atomic=False)
+            decided = self._decide_and_commit(
+                hold, [(table, self._taken(take, time.perf_counter()))], atomic=False
+            )
             finish(steps.bookkeeping, decided, hold, steps.clock.now())
         for table_decisions in decided:
             answer(table_decisions)
         return [m for d in decided for m in d.later]
+
+    def _taken(self, take: TakeGroup, acquired: float) -> list[Member]:
+        """The table's group, once its lock is held (at `acquired`)."""
+        group = take()
+        self._steps.metrics.group_size.observe(len(group))
+        for member in group:
+            member.phases.waited("lockWait", acquired)
+        return group
 
     # A transaction: intake of every part, one hold over every table, all or nothing.
 

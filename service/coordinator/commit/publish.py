@@ -181,6 +181,8 @@ class Publication:
             try:
                 with self._engine.connect() as conn:
                     unpublished = repo.unpublished_snapshots(conn, table_id)
+                if not unpublished:
+                    continue  # another replica published them between the two looks
                 self.publish(table, [SnapshotFile(s.snapshot_id, s.body) for s in unpublished])
                 recovered.append(table_id)
             finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -50,6 +51,10 @@ class LockBackend(Protocol):
 
     def try_acquire(self, lock_id: str, owner: str) -> Lease | None:
         """One attempt without waiting: the lease, or None when someone else holds the lock."""
+        ...
+
+    def try_acquire_many(self, lock_ids: Sequence[str], owner: str) -> dict[str, Lease]:
+        """One attempt at each lock without waiting: the leases of those that were free, by lock id."""
         ...
 
     def holder_elsewhere(self, lock_id: str) -> str | None:

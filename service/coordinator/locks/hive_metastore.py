@@ -17,6 +17,7 @@ import logging
 import queue
 import socket
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -147,6 +148,11 @@ class HiveMetastoreLocks:
     def try_acquire(self, lock_id: str, owner: str) -> Lease | None:
         """One lock request; withdrawn at once unless granted."""
         return self._acquire(lock_id, owner, 0)
+
+    def try_acquire_many(self, lock_ids: Sequence[str], owner: str) -> dict[str, Lease]:
+        """One lock request each: the metastore takes no more than one lock in a call."""
+        leases = {lock_id: self.try_acquire(lock_id, owner) for lock_id in lock_ids}
+        return {lock_id: lease for lock_id, lease in leases.items() if lease is not None}
 
     def _acquire(self, lock_id: str, owner: str, timeout_seconds: float) -> Lease | None:
         deadline = time.monotonic() + timeout_seconds

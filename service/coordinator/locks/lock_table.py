@@ -9,6 +9,7 @@ that the commit point checks, so a holder that paused past its lease cannot publ
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 from sqlalchemy import Connection, Engine, select, text
 from sqlalchemy.exc import IntegrityError
@@ -48,6 +49,18 @@ class LockTable:
             + (" RETURNING epoch" if engine.dialect.update_returning else "")
         )
         self._returning = engine.dialect.update_returning
+        # PostgreSQL only (try_acquire_many): every lock of a batch in one statement, and the rows of
+        # those never taken before in one more.
+        self._take_over_many = text(
+            f"UPDATE locks SET owner = :owner, epoch = epoch + 1, acquired_at_ms = {now}, "
+            f"expires_at_ms = {now} + :lease, holder_url = :url WHERE lock_id = ANY(:lock_ids) "
+            f"AND (owner IS NULL OR expires_at_ms < {now}) RETURNING lock_id, epoch"
+        )
+        self._create_many = text(
+            f"INSERT INTO locks (lock_id, owner, epoch, acquired_at_ms, expires_at_ms, holder_url) "
+            f"SELECT id, :owner, 1, {now}, {now} + :lease, :url FROM unnest(CAST(:lock_ids AS text[])) AS id "
+            f"ON CONFLICT (lock_id) DO NOTHING RETURNING lock_id"
+        )
         self._create = text(
             f"INSERT INTO locks (lock_id, owner, epoch, acquired_at_ms, expires_at_ms, holder_url) "
             f"VALUES (:lock_id, :owner, 1, {now}, {now} + :lease, :url)"
@@ -111,6 +124,26 @@ class LockTable:
         except IntegrityError:
             return None  # another acquirer created the row first
         return Lease(lock_id, owner, 1)
+
+    def try_acquire_many(self, lock_ids: Sequence[str], owner: str) -> dict[str, Lease]:
+        """One attempt at each lock: on PostgreSQL one statement takes every free or expired lock, and one
+        more creates the rows of locks never taken before; elsewhere one attempt each."""
+        if self._engine.dialect.name != "postgresql":
+            leases = {lock_id: self.try_acquire(lock_id, owner) for lock_id in lock_ids}
+            return {lock_id: lease for lock_id, lease in leases.items() if lease is not None}
+        params = {
+            "lock_ids": list(lock_ids),
+            "owner": owner,
+            "lease": self._lease_ms,
+            "url": self._holder_url,
+        }
+        with autocommit(self._engine) as conn:
+            taken = {row.lock_id: row.epoch for row in conn.execute(self._take_over_many, params)}
+            missing = [lock_id for lock_id in lock_ids if lock_id not in taken]
+            if missing:
+                created = conn.execute(self._create_many, {**params, "lock_ids": missing}).scalars().all()
+                taken.update((lock_id, 1) for lock_id in created)
+        return {lock_id: Lease(lock_id, owner, int(epoch)) for lock_id, epoch in taken.items()}
 
     def acquire(self, lock_id: str, owner: str, timeout_seconds: float) -> Lease:
         """Take the lock, retrying with jittered exponential backoff until the timeout."""

@@ -70,6 +70,13 @@ class Metrics:
             buckets=_GROUP_BUCKETS,
             registry=r,
         )
+        self.batch_tables = Histogram(
+            "coordinator_commit_batch_tables",
+            "Tables whose groups were committed in one batch (one lock statement, one commit point, one "
+            "finish).",
+            buckets=_GROUP_BUCKETS,
+            registry=r,
+        )
         self.expired_snapshots = Counter(
             "coordinator_expired_snapshots", "Snapshots deleted by expiration.", registry=r
         )

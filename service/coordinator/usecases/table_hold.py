@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Literal
 
@@ -166,20 +166,51 @@ class TableHolds:
             LockUnavailable: a lock stayed busy past the acquire timeout (nothing is held then).
             CommitConflict: LOCK_LOST.
         """
-        owner = f"{self._instance}{'' if holder == 'commit' else f'-{holder}'}-{uuid.uuid4().hex[:12]}"
-        asked = time.perf_counter()
+        owner = self._owner(holder)
         deadline = time.monotonic() + self.acquire_timeout
+
+        def acquire(hold: Hold, keepers: ExitStack) -> None:
+            for table in sorted(tables, key=lambda t: t.id):
+                remaining = max(0.0, deadline - time.monotonic())
+                # Renewed from the moment it is held: waiting for the next lock must not expire it.
+                self._keep(hold, keepers, table.id, self._locks.acquire(table.lock_id, owner, remaining))
+
+        with self._holding(holder, acquire) as hold:
+            yield hold
+
+    @contextmanager
+    def hold_free(self, tables: Sequence[Table], holder: Holder) -> Iterator[Hold]:
+        """Hold those of the tables whose locks are free now, without waiting for the others (their ids
+        are not in the hold's leases): one statement on PostgreSQL for all of them (a batch of tables).
+
+        Raises:
+            CommitConflict: LOCK_LOST.
+        """
+        owner = self._owner(holder)
+
+        def acquire(hold: Hold, keepers: ExitStack) -> None:
+            by_lock = {table.lock_id: table for table in tables}
+            for lock_id, lease in sorted(self._locks.try_acquire_many(list(by_lock), owner).items()):
+                self._keep(hold, keepers, by_lock[lock_id].id, lease)
+
+        with self._holding(holder, acquire) as hold:
+            yield hold
+
+    def _owner(self, holder: Holder) -> str:
+        return f"{self._instance}{'' if holder == 'commit' else f'-{holder}'}-{uuid.uuid4().hex[:12]}"
+
+    def _keep(self, hold: Hold, keepers: ExitStack, table_id: str, lease: Lease) -> None:
+        hold.leases[table_id] = lease
+        hold.keepers.append(keepers.enter_context(LeaseKeeper(self._locks, lease, self._lease_seconds)))
+
+    @contextmanager
+    def _holding(self, holder: Holder, acquire: Callable[[Hold, ExitStack], None]) -> Iterator[Hold]:
+        asked = time.perf_counter()
         hold = Hold(self._engine, self._locks, self._clock)
         acquired: float | None = None
         try:
             with ExitStack() as keepers:
-                for table in sorted(tables, key=lambda t: t.id):
-                    remaining = max(0.0, deadline - time.monotonic())
-                    lease = self._locks.acquire(table.lock_id, owner, remaining)
-                    hold.leases[table.id] = lease
-                    # Renewed from the moment it is held: waiting for the next lock must not expire it.
-                    keeper = LeaseKeeper(self._locks, lease, self._lease_seconds)
-                    hold.keepers.append(keepers.enter_context(keeper))
+                acquire(hold, keepers)
                 acquired = time.perf_counter()
                 self._metrics.lock_wait_seconds.labels(holder).observe(acquired - asked)
                 yield hold

@@ -1,0 +1,90 @@
+"""Batches: the groups of several tables that are ready at the same moment are committed together.
+
+Group commit (queue) makes one hot table cheap; a load spread over many tables (thousands of streaming
+jobs, one table each) gets none of it. So the leader of each table's group joins the process's batch
+queue, as a writer joins its table's queue: the first leader finds no batch running and commits, in one
+go, the groups of every table whose leader is waiting (up to `max_tables`). Their locks are taken in one
+statement, their changes recorded by one commit point and released by one finish, while each table keeps
+its own order, its own conflict check and its own answer. A table whose lock is busy is not waited for
+in a batch: its leader holds it alone, as before batches.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from coordinator.commit.member import Member
+from coordinator.commit.queue import TakeGroup
+from coordinator.usecases.tables import Table
+
+MAX_TABLES = 32
+"""At most this many tables' groups in one batch: a batch's latency grows with its tables."""
+
+
+@dataclass(eq=False)
+class TableGroup:
+    """One table's group waiting for a batch: its leader takes it once the table is held."""
+
+    table: Table
+    take: TakeGroup
+    later: Future[list[Member] | None] = field(default_factory=Future)
+    """The members left for the table's next group once the batch is done; None when the batch could not
+    take the table's lock, and its leader holds it alone."""
+
+
+class Batches:
+    """The tables' groups waiting for a batch in this process, and whether a batch is being committed."""
+
+    def __init__(self, max_tables: int = MAX_TABLES) -> None:
+        self._max_tables = max_tables
+        self._waiting: deque[TableGroup] = deque()
+        self._changed = threading.Condition()
+        self._committing = False
+
+    @property
+    def waiting(self) -> int:
+        """Tables' groups waiting for a batch (not counting those being committed)."""
+        with self._changed:
+            return len(self._waiting)
+
+    def join(self, group: TableGroup) -> None:
+        with self._changed:
+            self._waiting.append(group)
+
+    def next_batch(self, group: TableGroup) -> list[TableGroup] | None:
+        """Wait until `group` is done (None) or no batch is being committed: then the caller commits the
+        next batch (its own group among the first `max_tables` waiting, or an earlier one), and ends it
+        with `done`."""
+        with self._changed:
+            while self._committing and not group.later.done():
+                self._changed.wait()
+            if group.later.done():
+                return None
+            self._committing = True
+            count = min(self._max_tables, len(self._waiting))
+            return [self._waiting.popleft() for _ in range(count)]
+
+    @contextmanager
+    def committing(self, batch: Sequence[TableGroup]) -> Iterator[None]:
+        """The block commits `batch`; if it fails, every group of the batch not yet done shares the error.
+        Either way the next batch may start."""
+        try:
+            yield
+        except BaseException as error:
+            for group in batch:
+                if not group.later.done():
+                    group.later.set_exception(error)
+        finally:
+            for group in batch:
+                if not group.later.done():
+                    group.later.set_exception(
+                        RuntimeError("a batch ended without committing a table's group")
+                    )
+            with self._changed:
+                self._committing = False
+                self._changed.notify_all()
