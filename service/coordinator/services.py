@@ -114,7 +114,7 @@ class Services:
                 holds=holds,
                 intakes=Intakes(engine, tables, file_checks, clock),
                 queues=queues,
-                batches=Batches(),
+                batches=Batches(settings.commit_batch_tables, settings.commit_batches_at_once),
                 in_flight=in_flight,
                 catch_up=CatchUp(engine, fileio, tables, states, live_index, publication, metrics),
                 decider=Decider(engine, live_index, clock),

@@ -25,6 +25,12 @@ class Settings(BaseSettings):
     transaction_max_tables: int = Field(
         default=64, ge=1, description="tables one multi-table transaction may change (POST /transactions)"
     )
+    commit_batch_tables: int = Field(
+        default=32, ge=1, description="tables whose commits one batch records together (one commit point)"
+    )
+    commit_batches_at_once: int = Field(
+        default=4, ge=1, description="batches of tables one process commits at the same time"
+    )
     auto_migrate: bool = Field(default=True, description="run `alembic upgrade head` at start")
     require_tokens: bool = Field(default=False, description="every request needs a bearer token")
     allow_open_bind: bool = Field(

@@ -2,11 +2,11 @@
 
 Group commit (queue) makes one hot table cheap; a load spread over many tables (thousands of streaming
 jobs, one table each) gets none of it. So the leader of each table's group joins the process's batch
-queue, as a writer joins its table's queue: the first leader finds no batch running and commits, in one
-go, the groups of every table whose leader is waiting (up to `max_tables`). Their locks are taken in one
-statement, their changes recorded by one commit point and released by one finish, while each table keeps
-its own order, its own conflict check and its own answer. A table whose lock is busy is not waited for
-in a batch: its leader holds it alone, as before batches.
+queue, as a writer joins its table's queue: a leader that finds fewer than `at_once` batches running
+commits, in one go, the groups of the tables whose leaders are waiting (up to `max_tables`). Their locks
+are taken in one statement, their changes recorded by one commit point and released by one finish, while
+each table keeps its own order, its own conflict check and its own answer. A table whose lock is busy is
+not waited for in a batch: its leader holds it alone, as before batches.
 """
 
 from __future__ import annotations
@@ -23,7 +23,13 @@ from coordinator.commit.queue import TakeGroup
 from coordinator.usecases.tables import Table
 
 MAX_TABLES = 32
-"""At most this many tables' groups in one batch: a batch's latency grows with its tables."""
+"""At most this many tables' groups in one batch (setting commit_batch_tables): a batch's latency grows
+with its tables."""
+
+BATCHES_AT_ONCE = 4
+"""Batches committed at the same time (setting commit_batches_at_once): a batch's leader works through
+its tables one after another, so a few batches side by side keep the database and the store busy while
+one of them computes."""
 
 
 @dataclass(eq=False)
@@ -40,11 +46,12 @@ class TableGroup:
 class Batches:
     """The tables' groups waiting for a batch in this process, and whether a batch is being committed."""
 
-    def __init__(self, max_tables: int = MAX_TABLES) -> None:
+    def __init__(self, max_tables: int = MAX_TABLES, at_once: int = BATCHES_AT_ONCE) -> None:
         self._max_tables = max_tables
+        self._at_once = at_once
         self._waiting: deque[TableGroup] = deque()
         self._changed = threading.Condition()
-        self._committing = False
+        self._committing = 0
 
     @property
     def waiting(self) -> int:
@@ -57,15 +64,17 @@ class Batches:
             self._waiting.append(group)
 
     def next_batch(self, group: TableGroup) -> list[TableGroup] | None:
-        """Wait until `group` is done (None) or no batch is being committed: then the caller commits the
-        next batch (its own group among the first `max_tables` waiting, or an earlier one), and ends it
-        with `done`."""
+        """Wait until `group` is done (None), or until it is still waiting and fewer than `at_once` batches
+        are being committed: then the caller commits the next batch (the first `max_tables` groups
+        waiting, its own among them or an earlier one), in `committing`."""
         with self._changed:
-            while self._committing and not group.later.done():
+            while not group.later.done() and (
+                self._committing >= self._at_once or group not in self._waiting
+            ):
                 self._changed.wait()
             if group.later.done():
                 return None
-            self._committing = True
+            self._committing += 1
             count = min(self._max_tables, len(self._waiting))
             return [self._waiting.popleft() for _ in range(count)]
 
@@ -86,5 +95,5 @@ class Batches:
                         RuntimeError("a batch ended without committing a table's group")
                     )
             with self._changed:
-                self._committing = False
+                self._committing -= 1
                 self._changed.notify_all()
