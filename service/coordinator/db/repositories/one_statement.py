@@ -58,6 +58,15 @@ class TableFinish:
     rejected: Sequence[NewCommit]
 
 
+_INSERT_COMMITS = """INSERT INTO commits (table_id, commit_user, identifier, outcome, snapshots, timings,
+                         conflict, idempotency_key, created_at, action, details, digest)
+    SELECT c.table_id, c.commit_user, c.identifier, c.outcome, c.snapshots, c.timings, c.conflict,
+           c.idempotency_key, c.created_at, c.action, c.details, c.digest
+    FROM jsonb_to_recordset(CAST(:{rows} AS jsonb)) AS c(
+        table_id text, commit_user text, identifier bigint, outcome text, snapshots jsonb, timings jsonb,
+        conflict jsonb, idempotency_key text, created_at float8, action text, details jsonb, digest text)"""
+"""History rows from a JSON array of them (_commit_json)."""
+
 _COMMIT_POINT = """
 WITH h AS (
     SELECT * FROM jsonb_to_recordset(CAST(:heads AS jsonb)) AS h(
@@ -86,14 +95,7 @@ WITH h AS (
         time_millis bigint, body text)
     WHERE s.table_id IN (SELECT id FROM head)
 ), history AS (
-    INSERT INTO commits (table_id, commit_user, identifier, outcome, snapshots, timings, conflict,
-                         idempotency_key, created_at, action, details, digest)
-    SELECT c.table_id, c.commit_user, c.identifier, c.outcome, c.snapshots, c.timings, c.conflict,
-           c.idempotency_key, c.created_at, c.action, c.details, c.digest
-    FROM jsonb_to_recordset(CAST(:history AS jsonb)) AS c(
-        table_id text, commit_user text, identifier bigint, outcome text, snapshots jsonb, timings jsonb,
-        conflict jsonb, idempotency_key text, created_at float8, action text, details jsonb, digest text)
-    WHERE c.table_id IN (SELECT id FROM head)
+    {insert_history} WHERE c.table_id IN (SELECT id FROM head)
 ), files AS (
     INSERT INTO live_files (table_id, partition, bucket, level, file_name, total_buckets,
                             max_sequence_number, added_in, removed_in, entry)
@@ -131,13 +133,7 @@ WITH t AS (
       AND commits.identifier = x.identifier AND commits.outcome = 'committed'
       AND (commits.identifier <> :batch OR commits.digest = x.digest)
 ), rejected AS (
-    INSERT INTO commits (table_id, commit_user, identifier, outcome, snapshots, timings, conflict,
-                         idempotency_key, created_at, action, details, digest)
-    SELECT c.table_id, c.commit_user, c.identifier, c.outcome, c.snapshots, c.timings, c.conflict,
-           c.idempotency_key, c.created_at, c.action, c.details, c.digest
-    FROM jsonb_to_recordset(CAST(:rejected AS jsonb)) AS c(
-        table_id text, commit_user text, identifier bigint, outcome text, snapshots jsonb, timings jsonb,
-        conflict jsonb, idempotency_key text, created_at float8, action text, details jsonb, digest text)
+    {insert_rejected}
 )
 UPDATE locks SET owner = NULL, expires_at_ms = 0 FROM t
 WHERE locks.lock_id = t.lock_id AND locks.owner = t.owner AND locks.epoch = t.epoch
@@ -160,7 +156,11 @@ def commit_point(conn: Connection, heads: Sequence[HeadMove]) -> tuple[set[str],
     """One statement in autocommit; returns (the tables whose lease still held, the tables whose head
     moved and whose rows are written). A history row whose key is taken raises IntegrityError, and
     nothing at all is written."""
-    statement = text(_COMMIT_POINT.format(now=now_ms(conn.engine).text))
+    statement = text(
+        _COMMIT_POINT.format(
+            now=now_ms(conn.engine).text, insert_history=_INSERT_COMMITS.format(rows="history")
+        )
+    )
     added = [row for head in heads for row in head.added]
     params: dict[str, object] = {
         "heads": json.dumps([_head_json(h) for h in heads]),
@@ -178,7 +178,7 @@ def finish(conn: Connection, tables: Sequence[TableFinish]) -> None:
     """Every table's snapshots published through its `through`, its commits' timings completed, its
     rejections recorded and its lease released: one statement in autocommit."""
     conn.execute(
-        text(_FINISH),
+        text(_FINISH.format(insert_rejected=_INSERT_COMMITS.format(rows="rejected"))),
         {
             "tables": json.dumps(
                 [
