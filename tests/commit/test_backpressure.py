@@ -19,10 +19,12 @@ import pytest
 
 from coordinator.commit.admission import process_wait, retry_after, table_wait
 from coordinator.settings import Settings
+from coordinator_client import CoordinatorClient
 from tests.support.backpressure import Jam, refused
 from tests.support.commits import append_commit, history, post_commit, transaction_body
 from tests.support.paimon_files import PaimonTable, create_table, pypaimon_rows, sorted_rows
 from tests.support.served import LiveServer
+from tests.support.waiting import wait_for
 
 FIELDS = {"id": "BIGINT", "v": "STRING"}
 JAMMED_LIMIT = 2.0
@@ -156,3 +158,25 @@ def test_a_flood_gets_some_429s_and_every_201_lands_exactly_once(
             assert _users(http, table) == expected  # every 201 once, no 429
             rows = [_row(10_000 + i), *(_row(n) for n in landed)]
             assert pypaimon_rows(warehouse_location, table.id) == sorted_rows(rows)
+
+
+@pytest.mark.timeout(180)
+def test_the_client_resends_a_429_after_retry_after_and_commits(
+    settings: Settings, warehouse_location: str
+) -> None:
+    with (
+        LiveServer(_settings(settings, JAMMED_LIMIT)) as server,
+        httpx.Client(base_url=server.url, timeout=120) as http,
+        CoordinatorClient(server.url, timeout=120) as client,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        hot = create_table(http, "db", "hot", FIELDS)
+        with Jam(server, http, hot, [_body(hot, n) for n in range(2)]):
+            sent = pool.submit(client.commit, hot.id, _body(hot, 50))
+            wait_for(lambda: refused(http).get("table"), "the client's commit refused")
+        # The jam is over: the resend after Retry-After is admitted and committed, once.
+        response = sent.result(timeout=60)
+        assert [s.id for s in response.snapshots] == [3]
+        assert not response.deduplicated
+        assert _users(http, hot) == Counter(["writer-0", "writer-1", "writer-50"])
+    assert pypaimon_rows(warehouse_location, hot.id) == sorted_rows(_row(n) for n in (0, 1, 50))
