@@ -153,7 +153,7 @@ class Services:
             reads,
             maintenance,
             operations,
-            Overview(engine, tables, clock),
+            Overview(engine, tables, clock, admission),
             locks,
             TokenStore(engine, clock),
             metrics,
