@@ -1,5 +1,5 @@
-"""The base of every flow: a request sent until it is not a 503 (within the retry budget), its answer
-parsed into a model, and the small helpers that build requests."""
+"""The base of every flow: a request sent until it is not a 503 or 429 (within the retry budget), its
+answer parsed into a model, and the small helpers that build requests."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def coerce(model: type[_M], value: _M | Mapping[str, Any]) -> _M:
 
 
 class Calls:
-    """Sending and parsing, with the 503 retry budget every call shares."""
+    """Sending and parsing, with the 503/429 retry budget every call shares."""
 
     def __init__(self, max_unavailable_retries: int) -> None:
         if max_unavailable_retries < 0:
@@ -55,7 +55,8 @@ class Calls:
         self.max_unavailable_retries = max_unavailable_retries
 
     def exchange(self, send: Send) -> Flow[httpx.Response]:
-        """Send until the answer is not a 503 (within the retry budget); return a 2xx or raise ApiError."""
+        """Send until the answer says the service did something (not a 503, 429 or LOCK_LOST), within the
+        retry budget; return a 2xx or raise ApiError."""
         retries = 0
         while True:
             response = yield send

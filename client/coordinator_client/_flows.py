@@ -11,8 +11,10 @@ Retry rules:
 
 * 503 (ServiceUnavailable) means the service did nothing. Every method waits Retry-After (capped at
   30 s; exponential from 0.5 s when absent) and sends again, at most `max_unavailable_retries` times, then
-  raises ServiceUnavailable. A 409 LOCK_LOST means the same (the table lock's lease ran out before the
-  change was written, so nothing of it was) and is resent the same way, then raised as the Conflict.
+  raises ServiceUnavailable. A 429 (TooManyRequests: the commits waiting in the service would take too
+  long, so it refused this one before it queued) and a 409 LOCK_LOST (the table lock's lease ran out
+  before the change was written, so nothing of it was) mean the same and are resent the same way, from
+  the same budget, then raised.
 * Nothing else is retried, except a commit whose answer was lost. A commit always carries an
   Idempotency-Key (the caller's, else a fresh uuid4 per call, reused on every resend). When its POST ends
   in a transport error (timeout, dropped connection) or a 5xx other than 503, it is never blindly resent;

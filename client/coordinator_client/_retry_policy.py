@@ -8,25 +8,28 @@ from coordinator_client.errors import (
     Conflict,
     ServerError,
     ServiceUnavailable,
+    TooManyRequests,
     TransportError,
 )
 from coordinator_client.models import CommitOutcomeResponse, ErrorResponse
 
 RETRY_AFTER_CAP_SECONDS = 30.0
-"""A 503's Retry-After is honoured up to this many seconds."""
+"""A 429's or 503's Retry-After is honoured up to this many seconds."""
 
 _GATEWAY_STATUSES = frozenset({502, 504})
 """5xx a proxy answers while the request may still be running behind it."""
 
 
 def did_nothing(error: ApiError) -> bool:
-    """An answer that says the service changed nothing and the same request may simply be sent again."""
+    """An answer that says the service changed nothing and the same request may simply be sent again: a
+    503, a 429 (the commit was refused before it queued) or a 409 LOCK_LOST."""
     lock_lost = isinstance(error, Conflict) and error.type == "LOCK_LOST"
-    return lock_lost or isinstance(error, ServiceUnavailable)
+    return lock_lost or isinstance(error, (ServiceUnavailable, TooManyRequests))
 
 
 def unavailable_delay(error: ApiError, retry: int) -> float:
-    retry_after = error.retry_after if isinstance(error, ServiceUnavailable) else None
+    """Retry-After when the answer has one, else exponential from 0.5 s; capped."""
+    retry_after = error.retry_after
     wait = retry_after if retry_after is not None else 0.5 * 2 ** (retry - 1)
     return min(wait, RETRY_AFTER_CAP_SECONDS)
 

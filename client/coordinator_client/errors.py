@@ -12,6 +12,8 @@
     │   │   │                     existing table or tag, a location in use, or a refused purge
     │   │   └── IdentifierReused  the commitUser + identifier name a recorded commit with other changes
     │   │                         (`recorded`): this commit was not written
+    │   ├── TooManyRequests       429: the service did nothing, refusing the commit before it queued (the
+    │   │                         commits waiting there would take too long); `retry_after` seconds
     │   ├── ServiceUnavailable    503: the service did nothing (table lock busy, Hive Metastore down);
     │   │                         `retry_after` seconds
     │   └── ServerError           any other 5xx
@@ -49,6 +51,7 @@ __all__ = [
     "ServerError",
     "ServiceUnavailable",
     "StreamCutOff",
+    "TooManyRequests",
     "TransportError",
     "Unauthorized",
     "WriteAborted",
@@ -111,6 +114,11 @@ class ApiError(CoordinatorClientError):
     def field(self) -> str | None:
         return self.body.field if self.body is not None else None
 
+    @property
+    def retry_after(self) -> float | None:
+        """The Retry-After header in seconds (429 and 503 carry one); None when absent or unreadable."""
+        return _parse_retry_after(self.headers.get("retry-after"))
+
 
 class BadRequest(ApiError):
     """400, 413 or 422: the service refused the request as invalid; `field` names the offending field."""
@@ -158,13 +166,13 @@ class IdentifierReused(Conflict):
         return conflict.recorded if conflict is not None else None
 
 
+class TooManyRequests(ApiError):
+    """429 COMMIT_QUEUE_FULL: the commits already waiting in the service would take too long to answer, so
+    it refused this one before it queued and did nothing of it; retry after `retry_after` s."""
+
+
 class ServiceUnavailable(ApiError):
     """503: the service did nothing (typically the table lock stayed busy); retry after `retry_after` s."""
-
-    @property
-    def retry_after(self) -> float | None:
-        """The Retry-After header in seconds; None when absent or unreadable."""
-        return _parse_retry_after(self.headers.get("retry-after"))
 
 
 class ServerError(ApiError):
@@ -267,6 +275,7 @@ _BY_STATUS: dict[int, type[ApiError]] = {
     409: Conflict,
     413: BadRequest,
     422: BadRequest,
+    429: TooManyRequests,
     503: ServiceUnavailable,
 }
 

@@ -29,6 +29,9 @@ CoordinatorError                 500  (never raised for a known condition)
 ├── CommitConflict               409  carries the structured conflict
 │   └── IdentifierReused              the commitUser + identifier name a commit with other changes
 ├── PayloadTooLarge              413
+├── CommitQueueFull              429  + Retry-After: the commits waiting in this process would take longer
+│                                     than it may make a commit wait; refused before it queued, nothing
+│                                     of it written or recorded
 ├── NotSupported                 501  a Paimon REST catalog feature the coordinator does not serve
 └── Unavailable                  503  + Retry-After: try again, nothing was half done
     ├── LockUnavailable
@@ -208,6 +211,21 @@ class PurgeRefused(CoordinatorError):
 class PayloadTooLarge(CoordinatorError):
     status_code = 413
     code = "PAYLOAD_TOO_LARGE"
+
+
+class CommitQueueFull(CoordinatorError):
+    """Backpressure (commit/admission.py): the commits this process has waiting would take longer to answer
+    than the limit (commit_queue_max_wait_seconds, by default the lock lease), on the commit's table or
+    over the whole process (`reason`). Refused at the door, before it queued: nothing of it is written or
+    recorded, and the same request may be sent again after Retry-After."""
+
+    status_code = 429
+    code = "COMMIT_QUEUE_FULL"
+
+    def __init__(self, message: str, *, retry_after_seconds: int, reason: str) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
+        self.reason = reason
 
 
 class NotSupported(CoordinatorError):

@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 from coordinator.access.audit import AuditLog
 from coordinator.access.tokens import TokenStore
 from coordinator.clock import Clock
+from coordinator.commit.admission import Admission
 from coordinator.commit.batch import Batches
 from coordinator.commit.catch_up import CatchUp
 from coordinator.commit.decide import Decider
@@ -72,6 +73,7 @@ class Services:
     probes: Engine
     queues: CommitQueues
     in_flight: InFlight
+    admission: Admission
 
     @classmethod
     def start(cls, settings: Settings) -> Services:
@@ -103,6 +105,9 @@ class Services:
         live_index = LiveIndex(engine, probes)
         queues = CommitQueues()
         in_flight = InFlight()
+        # Backpressure at every commit door: a 429 when the commits waiting here would outlast the limit.
+        limit = settings.commit_queue_max_wait_seconds
+        admission = Admission(queues, metrics, clock, limit_seconds=lease_seconds if limit is None else limit)
         file_checks = FileChecks(fileio, tables)
         publication = Publication(engine, bookkeeping, fileio, tables, holds, states, metrics)
         committer = Committer(
@@ -150,7 +155,7 @@ class Services:
             reads,
             maintenance,
             operations,
-            Overview(engine, tables, clock),
+            Overview(engine, tables, clock, admission),
             locks,
             TokenStore(engine, clock),
             metrics,
@@ -167,6 +172,7 @@ class Services:
             probes,
             queues,
             in_flight,
+            admission,
         )
 
     def close(self) -> None:

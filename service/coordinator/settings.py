@@ -21,6 +21,13 @@ class Settings(BaseSettings):
     port: int = Field(default=8080, ge=1, le=65535)
     lock_lease_seconds: float = Field(default=30.0, gt=0, description="lease of a table lock")
     lock_acquire_timeout_seconds: float = Field(default=30.0, ge=0, description="then 503 + Retry-After")
+    commit_queue_max_wait_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="a commit is refused with 429 and Retry-After when the commits waiting in this process "
+        "(on its table, or over every table) would take longer than this to answer; default: the lock "
+        "lease (lock_lease_seconds, or hive_lock_timeout_seconds with Hive locks)",
+    )
     max_body_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
     transaction_max_tables: int = Field(
         default=64, ge=1, description="tables one multi-table transaction may change (POST /transactions)"

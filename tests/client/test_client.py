@@ -46,6 +46,7 @@ from coordinator_client import (
     ServerError,
     ServiceUnavailable,
     StreamCutOff,
+    TooManyRequests,
     TransactionRequest,
     TransactionTableChange,
     TransportError,
@@ -436,6 +437,40 @@ async def test_503_gives_up_after_max_unavailable_retries(mode: str) -> None:
     assert raised.value.retry_after == 0.0
     assert raised.value.code == "LOCK_UNAVAILABLE"
     assert len(network.requests) == 4  # the first try and max_unavailable_retries=3 retries
+
+
+def _queue_full(retry_after: str) -> httpx.Response:
+    message = {"code": "COMMIT_QUEUE_FULL", "message": "the commits waiting would take too long"}
+    return httpx.Response(429, headers={"Retry-After": retry_after}, json=message)
+
+
+@pytest.mark.anyio
+async def test_429_is_resent_after_retry_after_like_a_503(mode: str) -> None:
+    """The service refused the commit before it queued: the same request (same key) is simply resent."""
+    network = Network(_queue_full("0"), _busy("0"), httpx.Response(201, json=CREATED))
+    result = await _call(mode, network, "commit", "db.t", COMMIT)
+    assert [s.id for s in result.snapshots] == [5]
+    assert network.sent() == [("POST", "/tables/db.t/commits")] * 3
+    assert len(set(network.commit_keys())) == 1
+
+
+@pytest.mark.anyio
+async def test_429_gives_up_after_max_unavailable_retries(mode: str) -> None:
+    network = Network(*[_queue_full("0") for _ in range(4)])
+    with pytest.raises(TooManyRequests) as raised:
+        await _call(mode, network, "commit", "db.t", COMMIT)
+    assert (raised.value.status_code, raised.value.code) == (429, "COMMIT_QUEUE_FULL")
+    assert raised.value.retry_after == 0.0
+    assert len(network.requests) == 4  # 429 and 503 share the budget; never asked about as unknown
+
+
+def test_a_429_waits_its_retry_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    network = Network(_queue_full("7"), httpx.Response(201, json=CREATED))
+    with CoordinatorClient(BASE, transport=httpx.MockTransport(network)) as client:
+        assert [s.id for s in client.commit("db.t", COMMIT).snapshots] == [5]
+    assert slept == [7.0]
 
 
 def _lock_lost() -> httpx.Response:

@@ -27,8 +27,9 @@ from coordinator.locks.renewal import LeaseKeeper
 from coordinator.services import Services
 from coordinator.settings import Settings
 from coordinator_client import Conflict, CoordinatorClient
-from coordinator_client.models import OverviewResponse
-from tests.support.commits import BATCH, append_commit
+from coordinator_client.models import CommitQueueModel, OverviewResponse
+from tests.support.backpressure import Jam
+from tests.support.commits import BATCH, append_commit, post_commit
 from tests.support.paimon_files import PaimonTable, create_table
 from tests.support.served import LiveServer
 
@@ -138,6 +139,46 @@ def test_overview_follows_new_snapshots_and_dropped_tables(
     assert _overview(http, 5).tables == []
 
 
+JAM_LIMIT = 2.0
+
+
+def _jammable(settings: Settings) -> Settings:
+    """Admission refuses after 2 s of waiting; locks outlast a jam (tests/support/backpressure.py)."""
+    update = {
+        "commit_queue_max_wait_seconds": JAM_LIMIT,
+        "lock_lease_seconds": 30,
+        "lock_acquire_timeout_seconds": 120,
+    }
+    return settings.model_copy(update=update)
+
+
+def _turned_away(http: httpx.Client, table: PaimonTable, count: int) -> None:
+    """`count` commits to a jammed table, each refused with 429."""
+    for _ in range(count):
+        assert post_commit(http, table, _commit(table, 1)).status_code == 429
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_overview_shows_the_commit_queue_and_the_commits_refused_here(settings: Settings) -> None:
+    with LiveServer(_jammable(settings)) as server, httpx.Client(base_url=server.url, timeout=120) as http:
+        table = _table(http, "hot")
+        assert _overview(http, 30).commit_queue == CommitQueueModel(
+            waiting=0, wait_seconds=0, limit_seconds=JAM_LIMIT, refused={"table": 0, "process": 0},
+            refused_last_minute=0,
+        )  # fmt: skip
+        with Jam(server, http, table, [_commit(table, 1) for _ in range(2)]):
+            _turned_away(http, table, 3)
+            queue = _overview(http, 30).commit_queue
+            assert queue is not None
+            assert queue.waiting == 2
+            assert queue.wait_seconds > queue.limit_seconds == JAM_LIMIT
+            assert queue.refused == {"table": 3, "process": 0}
+            assert queue.refused_last_minute <= 3  # fewer if a minute began since
+        queue = _overview(http, 30).commit_queue
+        assert queue is not None
+        assert (queue.waiting, queue.wait_seconds, queue.refused) == (0, 0, {"table": 3, "process": 0})
+
+
 # ---------------------------------------------------------------- the page in Chromium
 
 
@@ -232,6 +273,28 @@ def test_dashboard_in_chromium(
     # The chart's bars are drawn in the committed and rejected colours of style.css.
     assert _pixels_near(chart, (0x2F, 0x9E, 0x6B)) > 50
     assert _pixels_near(chart, (0xD9, 0x48, 0x0F)) > 20
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_dashboard_shows_the_commits_refused_with_429(settings: Settings, browser: Browser) -> None:
+    with LiveServer(_jammable(settings)) as server, httpx.Client(base_url=server.url, timeout=120) as http:
+        table = _table(http, "hot")
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = _errors(page)
+        page.goto(f"{server.url}/dashboard")
+        queue = page.get_by_test_id("panel-queue")
+        expect(queue.get_by_test_id("queue-refused")).to_have_text("0", timeout=15_000)
+        with Jam(server, http, table, [_commit(table, 1) for _ in range(2)]):
+            _turned_away(http, table, 3)
+            expect(queue.get_by_test_id("queue-waiting")).to_have_text("2", timeout=15_000)
+            expect(queue.get_by_test_id("queue-refused")).to_have_text("3", timeout=15_000)
+            expect(queue.get_by_test_id("queue-refused")).to_have_class("num rejected")
+            expect(queue.get_by_test_id("queue-refused-reasons")).to_have_text("table 3 · process 0")
+            expect(queue.get_by_test_id("queue-wait")).to_contain_text(f"of {JAM_LIMIT:g} s")
+        expect(queue.get_by_test_id("queue-waiting")).to_have_text("0", timeout=15_000)
+        expect(queue.get_by_test_id("queue-refused")).to_have_text("3")
+    assert errors == []
 
 
 def _commit_in_thread(url: str, table: PaimonTable) -> None:

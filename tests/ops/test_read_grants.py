@@ -104,8 +104,10 @@ def test_ops_views_show_a_limited_token_its_grant_only(world: tuple[LiveServer, 
     everything = w.ok("/ops/overview", w.admin)
     assert everything["totals"]["tables"] == 3
     assert [c["tableId"] for c in everything["conflicts"]] == ["b.t"]
+    assert everything["commitQueue"]["waiting"] == 0
     for token in (w.reader_a, w.writer_a):
         overview = w.ok("/ops/overview", token)
+        assert overview["commitQueue"] is None  # the instance's queue is every table's
         assert overview["totals"]["tables"] == 2
         assert overview["totals"]["totalRecordCount"] == 3  # a.t's two rows and a.u's one
         assert [t["tableId"] for t in overview["tables"]] == ["a.t", "a.u"]

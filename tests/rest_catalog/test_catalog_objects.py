@@ -83,6 +83,9 @@ def test_databases_through_pypaimon(live_server: LiveServer, http: httpx.Client)
         f"{P}/databases/sales", json={"removals": ["team", "gone"], "updates": {"tier": "gold"}}, headers=AUTH
     )
     assert altered.json() == {"removed": ["team"], "updated": ["tier"], "missing": ["gone"]}
+    twice = http.post(f"{P}/databases/sales", json={"removals": ["tier", "tier", "x", "x"]}, headers=AUTH)
+    assert twice.json() == {"removed": ["tier"], "updated": [], "missing": ["x"]}
+    assert http.post(f"{P}/databases/sales", json={"updates": {"tier": "gold"}}, headers=AUTH).is_success
     assert catalog.get_database("sales").options["tier"] == "gold"
 
     catalog.drop_database("ops")

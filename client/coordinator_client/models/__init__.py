@@ -60,6 +60,7 @@ from coordinator_client.models._maintenance import (
 from coordinator_client.models._ops import (
     AuditEntryModel,
     AuditListResponse,
+    CommitQueueModel,
     CommitsOverviewResponse,
     ConflictEventModel,
     HealthResponse,
@@ -135,6 +136,7 @@ __all__ = [
     "CommitKind",
     "CommitMessageModel",
     "CommitOutcomeResponse",
+    "CommitQueueModel",
     "CommitRecordModel",
     "CommitRequest",
     "CommitResponse",

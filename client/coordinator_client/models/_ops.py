@@ -137,6 +137,20 @@ class TableTotalsModel(_Model):
     file_bytes: int
 
 
+class CommitQueueModel(_Model):
+    """The commit queue of the service instance that answered (each replica has its own): the commits
+    waiting in it, and the ones it refused with 429 COMMIT_QUEUE_FULL (counted in memory, never recorded)."""
+
+    waiting: int = Field(description="commits and transactions admitted and not answered yet")
+    wait_seconds: float = Field(
+        description="the longest a new commit would wait now, on its table or over the instance; above "
+        "limitSeconds it is refused"
+    )
+    limit_seconds: float = Field(description="commit_queue_max_wait_seconds, by default the lock lease")
+    refused: dict[str, int] = Field(description="refusals in the window, by reason: table or process")
+    refused_last_minute: int = Field(description="refusals in the current minute")
+
+
 class OverviewResponse(_Model):
     """What the dashboard shows, over the last `windowMinutes` of commits; `tables` is one page of
     tables in (database, name) order, as GET /tables pages them."""
@@ -151,6 +165,11 @@ class OverviewResponse(_Model):
     commits_per_minute: list[MinuteCountModel] = Field(description="oldest first, one entry per minute")
     phase_latency_ms: dict[str, PhaseLatencyModel] = Field(description="committed commits, by phase")
     conflicts: list[ConflictEventModel] = Field(description="the latest rejections, newest first")
+    commit_queue: CommitQueueModel | None = Field(
+        default=None,
+        description="this instance's commit queue and refusals; null for a token limited by a grant (the "
+        "queue is every table's)",
+    )
 
 
 class HealthResponse(_Model):

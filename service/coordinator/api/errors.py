@@ -21,6 +21,7 @@ from coordinator.api.database_errors import install_database_errors
 from coordinator.api.rest_catalog.errors import is_rest_catalog, rest_error, rest_validation_error
 from coordinator.errors import (
     CommitConflict,
+    CommitQueueFull,
     CoordinatorError,
     Forbidden,
     InvalidRequest,
@@ -49,7 +50,7 @@ async def coordinator_error(request: Request, exc: Exception) -> JSONResponse:
     """The error's status and body; under /v1 in the shape of Paimon's REST catalog protocol."""
     assert isinstance(exc, CoordinatorError)
     headers = None
-    if isinstance(exc, Unavailable):
+    if isinstance(exc, (Unavailable, CommitQueueFull)):
         headers = {"Retry-After": str(exc.retry_after_seconds)}
     elif isinstance(exc, Unauthenticated):
         headers = {"WWW-Authenticate": 'Bearer realm="paimon-coordinator"'}
@@ -166,7 +167,9 @@ def responses(*errors: type[CoordinatorError]) -> dict[int | str, dict[str, Any]
 AUTH_ERRORS = responses(Unauthenticated, Forbidden)
 """Every route but /health and the dashboard page: no valid token, or one whose role does not allow it."""
 TABLE_ERRORS = responses(TableNotFound)
-COMMIT_ERRORS = responses(TableNotFound, InvalidRequest, CommitConflict, LockUnavailable, PayloadTooLarge)
+COMMIT_ERRORS = responses(
+    TableNotFound, InvalidRequest, CommitConflict, LockUnavailable, PayloadTooLarge, CommitQueueFull
+)
 CREATE_ERRORS = responses(InvalidRequest, TableAlreadyExists, LocationInUse)
 DROP_ERRORS = responses(TableNotFound, PurgeRefused)
 SNAPSHOT_ERRORS = responses(TableNotFound, SnapshotNotFound)

@@ -75,7 +75,12 @@ async def at_the_holder(
     commit: Callable[[], _T],
 ) -> _T | Response:
     """`commit()` here, or the answer of the replica that holds one of the tables' locks now, asked before
-    any lock is taken here; here after all when that one cannot be reached."""
+    any lock is taken here; here after all when that one cannot be reached. Here, the commit is admitted
+    first (commit/admission.py), before it waits for a lock thread: the holder decides on what it takes.
+
+    Raises:
+        CommitQueueFull: the commits waiting here would take too long; nothing was done.
+    """
     forwarder: Forwarder | None = request.app.state.forwarder
     if forwarder is not None and forwarder.may_forward(request):
         holder = await run_in_threadpool(_holder_elsewhere, services, table_ids)
@@ -83,7 +88,8 @@ async def at_the_holder(
             answer = await forwarder.commit(request, await request.body(), holder)
             if answer is not None:
                 return answer
-    return await threads.run(commit)
+    with services.admission.admitted(table_ids):
+        return await threads.run(commit)
 
 
 def _holder_elsewhere(services: Services, table_ids: Sequence[str]) -> str | None:

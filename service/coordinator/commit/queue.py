@@ -6,11 +6,15 @@ in one lock hold (one snapshot each, in arrival order) and every member's answer
 future. With N
 writers waiting, the table lock is taken, the state caught up and the commit point written once per
 group instead of once per writer, which is what lets throughput grow with the number of writers.
+
+Each queue also times its turns (from the leader asking for the lock to its group answered): how long a
+group of this table takes is what admission (admission.py) weighs a new commit's wait with.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 
@@ -22,15 +26,22 @@ MAX_GROUP = 32
 TakeGroup = Callable[[], list[Member]]
 """Called by a leader once it holds the table lock: the waiting members that form its group."""
 
+GROUP_SECONDS_WEIGHT = 0.2
+"""Each finished turn weighs this much in a table's moving average of group durations: a table whose
+groups slow down (a busy lock, a slow store) shows it within a few groups."""
+
 
 class CommitQueue:
     """The waiting commits of one table in this process, and whether a leader is committing a group."""
 
-    def __init__(self, max_group: int) -> None:
+    def __init__(self, max_group: int, timer: Callable[[], float] = time.monotonic) -> None:
         self._max_group = max_group
+        self._timer = timer
         self._waiting: deque[Member] = deque()
         self._changed = threading.Condition()
         self._leading = False
+        self._turn_started = 0.0
+        self._group_seconds: float | None = None
 
     @property
     def depth(self) -> int:
@@ -51,7 +62,16 @@ class CommitQueue:
             if member.answer.done():
                 return None
             self._leading = True
+            self._turn_started = self._timer()
         return Turn(self)
+
+    def group_seconds(self) -> float | None:
+        """How long a group of this table takes: the moving average of its finished turns, or the turn
+        running now when that one has taken longer already; None before its first turn."""
+        with self._changed:
+            running = self._timer() - self._turn_started if self._leading else None
+            known = [s for s in (self._group_seconds, running) if s is not None]
+        return max(known) if known else None
 
     def _take(self, group: list[Member], limit: int | None) -> list[Member]:
         """Move up to `limit` (None: all) waiting members into `group`."""
@@ -65,6 +85,11 @@ class CommitQueue:
         with self._changed:
             self._waiting.extendleft(reversed([m for m in later if not m.answer.done()]))
             self._leading = False
+            took = self._timer() - self._turn_started
+            average = self._group_seconds
+            self._group_seconds = (
+                took if average is None else average + (took - average) * GROUP_SECONDS_WEIGHT
+            )
             self._changed.notify_all()
 
 
@@ -104,8 +129,9 @@ class Turn:
 class CommitQueues:
     """One queue per table in this process."""
 
-    def __init__(self, max_group: int = MAX_GROUP) -> None:
-        self._max_group = max_group
+    def __init__(self, max_group: int = MAX_GROUP, timer: Callable[[], float] = time.monotonic) -> None:
+        self.max_group = max_group
+        self._timer = timer
         self._queues: dict[str, CommitQueue] = {}
         self._guard = threading.Lock()
 
@@ -113,8 +139,14 @@ class CommitQueues:
         with self._guard:
             queue = self._queues.get(table_id)
             if queue is None:
-                queue = self._queues[table_id] = CommitQueue(self._max_group)
+                queue = self._queues[table_id] = CommitQueue(self.max_group, self._timer)
             return queue
+
+    def group_seconds(self, table_id: str) -> float | None:
+        """How long a group of this table takes here (CommitQueue.group_seconds); None if it had none."""
+        with self._guard:
+            queue = self._queues.get(table_id)
+        return None if queue is None else queue.group_seconds()
 
     def depth(self, table_id: str) -> int:
         """Commits to this table waiting in this process for the current group to finish."""

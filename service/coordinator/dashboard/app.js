@@ -1,5 +1,5 @@
 "use strict";
-// The on-call dashboard: polls three endpoints and renders six panels. Everything that comes from the
+// The on-call dashboard: polls three endpoints and renders seven panels. Everything that comes from the
 // service goes into the page as text (never as markup): table ids, commit users and conflict messages
 // are chosen by writers.
 
@@ -281,6 +281,29 @@ function renderLatency(overview) {
   panel("panel-latency", grid(columns, rows));
 }
 
+function renderQueue(overview) {
+  // This instance's own (each replica has its queue); null for a token limited by a grant.
+  const queue = overview.commitQueue;
+  if (!queue) {
+    return panel("panel-queue", el("p", { class: "empty" }, "shown to tokens that may read every table"));
+  }
+  const refused = Object.values(queue.refused).reduce((sum, n) => sum + n, 0);
+  const reasons = Object.entries(queue.refused)
+    .map(([reason, n]) => `${reason} ${count(n)}`)
+    .join(" · ");
+  const over = queue.waitSeconds > queue.limitSeconds;
+  const row = (label, value, testId, warn) =>
+    el("tr", {}, el("td", {}, label), num(value, { class: warn ? "num rejected" : "num", "data-testid": testId }));
+  const rows = [
+    row("Commits waiting", count(queue.waiting), "queue-waiting", false),
+    row("Longest wait for a new commit", `${queue.waitSeconds.toFixed(1)} s of ${queue.limitSeconds} s`, "queue-wait", over),
+    row(`Refused (429) in the last ${overview.windowMinutes} min`, count(refused), "queue-refused", refused > 0),
+    row("Refused by reason", reasons, "queue-refused-reasons", false),
+    row("Refused this minute", count(queue.refusedLastMinute), "queue-refused-minute", queue.refusedLastMinute > 0),
+  ];
+  panel("panel-queue", el("table", {}, el("tbody", {}, ...rows)));
+}
+
 function renderConflicts(overview) {
   if (overview.conflicts.length === 0) return panel("panel-conflicts", el("p", { class: "empty" }, "no conflicts"));
   const rows = overview.conflicts.map((c) =>
@@ -388,9 +411,10 @@ async function refresh() {
     renderTables(overview.value);
     renderThroughput(overview.value);
     renderLatency(overview.value);
+    renderQueue(overview.value);
     renderConflicts(overview.value);
   } else {
-    for (const id of ["panel-tables", "panel-throughput", "panel-latency", "panel-conflicts"]) {
+    for (const id of ["panel-tables", "panel-throughput", "panel-latency", "panel-queue", "panel-conflicts"]) {
       unavailable(id, overview.reason);
     }
   }

@@ -120,6 +120,16 @@ class Metrics:
             ["result"],
             registry=r,
         )
+        self.commits_refused = Counter(
+            "coordinator_commits_refused",
+            "Commits and transactions refused with 429 COMMIT_QUEUE_FULL before they queued, because the "
+            "commits waiting in this process would take longer to answer than commit_queue_max_wait_seconds, "
+            "by reason: table (its table's queue) or process (every table's). Nothing of them was written.",
+            ["reason"],
+            registry=r,
+        )
+        for reason in ("table", "process"):
+            self.commits_refused.labels(reason)  # exported as 0 before the first refusal
         self.forced_releases = Counter(
             "coordinator_lock_forced_releases", "Locks released by an admin.", registry=r
         )

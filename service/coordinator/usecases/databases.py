@@ -96,8 +96,9 @@ class Databases:
             if row is None:
                 raise DatabaseNotFound(f"database {name} does not exist")
             options = dict(row.options)
-            removed = [k for k in removals if k in options]
-            missing = [k for k in removals if k not in options]
+            keys = list(dict.fromkeys(removals))  # a key named twice is removed once
+            removed = [k for k in keys if k in options]
+            missing = [k for k in keys if k not in options]
             for key in removed:
                 del options[key]
             options.update(updates)

@@ -6,6 +6,9 @@ Everything comes from the database: a table's size is what its latest commit poi
 other call costs. The tables come one page at a time (as GET /tables pages them, with the same filters),
 so with 10,000 tables the answer stays small and its commit counts are counted for the page only; the
 totals still cover every table.
+
+One part is this process's own and not in the database: its commit queue and the commits it refused with
+429 (commit/admission.py), since a refused commit is never recorded.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ from collections.abc import Iterable
 from sqlalchemy import Engine
 
 from coordinator.clock import Clock
+from coordinator.commit.admission import Admission
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
 from coordinator.db.scope import TableScope
 from coordinator.usecases.table_pages import TableEntry
 from coordinator.usecases.tables import Tables
 from coordinator_client.models import (
+    CommitQueueModel,
     ConflictEventModel,
     MinuteCountModel,
     OverviewResponse,
@@ -40,10 +45,11 @@ LATEST_CONFLICTS = 20
 class Overview:
     """Builds OverviewResponse from the database alone."""
 
-    def __init__(self, engine: Engine, tables: Tables, clock: Clock) -> None:
+    def __init__(self, engine: Engine, tables: Tables, clock: Clock, admission: Admission) -> None:
         self._engine = engine
         self._tables = tables
         self._clock = clock
+        self._admission = admission
 
     def overview(
         self,
@@ -56,7 +62,7 @@ class Overview:
         scope: TableScope | None = None,
     ) -> OverviewResponse:
         """Of every table, or (`scope`) of those a token limited by a grant may read: its totals,
-        throughput, latency and conflicts are those of its tables alone.
+        throughput, latency and conflicts are those of its tables alone, and it gets no commit queue.
 
         Raises:
             InvalidRequest: a bad page token.
@@ -100,6 +106,17 @@ class Overview:
                 )
                 for c in rejections
             ],
+            commit_queue=self._commit_queue(window_minutes) if scope is None else None,
+        )
+
+    def _commit_queue(self, window_minutes: int) -> CommitQueueModel:
+        state = self._admission.state(window_minutes)
+        return CommitQueueModel(
+            waiting=state.waiting,
+            wait_seconds=round(state.wait_seconds, 3),
+            limit_seconds=state.limit_seconds,
+            refused=dict(state.refused),
+            refused_last_minute=state.refused_last_minute,
         )
 
 

@@ -20,6 +20,7 @@ from coordinator.api.rest_catalog.params import TablePath, TableWriter, table_re
 from coordinator.commit.snapshot_proposals import SnapshotProposal
 from coordinator.errors import (
     CommitConflict,
+    CommitQueueFull,
     InvalidRequest,
     LockUnavailable,
     NotSupported,
@@ -39,8 +40,8 @@ router = APIRouter(
     "/commit",
     response_model=CommitTableResponse,  # also when the replica holding the table's lock answers
     responses=responses(
-        InvalidRequest, TableNotFound, CommitConflict, PayloadTooLarge, NotSupported, LockUnavailable,
-        StorageUnavailable,
+        InvalidRequest, TableNotFound, CommitConflict, PayloadTooLarge, CommitQueueFull, NotSupported,
+        LockUnavailable, StorageUnavailable,
     ),
 )  # fmt: skip
 async def commit(
@@ -53,8 +54,10 @@ async def commit(
 ) -> CommitTableResponse | Response:
     """`success: true` when the snapshot is published now or was already (a resend); `false` when its
     base is not the head. 404 TABLE also for a `tableId` that is not the table's uuid (it was dropped
-    and created again); 409 names the files and the snapshot that won a definite conflict; 503 with
-    Retry-After when the table's lock or the store is busy (nothing was written)."""
+    and created again); 409 names the files and the snapshot that won a definite conflict; 429 with
+    Retry-After when the commits waiting here would take too long to answer, 503 with Retry-After when
+    the table's lock or the store is busy (nothing was written either way: Paimon's clients send it
+    again)."""
     proposal = SnapshotProposal(
         table_uuid=body.table_id,
         base_snapshot_uuid=body.base_snapshot_uuid,
