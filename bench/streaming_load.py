@@ -8,7 +8,9 @@ warehouse: this work tree's and a baseline revision's (`git archive`, as for the
 gets the same loads, the sides taking turns at going first:
 
 - `sequential`: one sender, one table, `--sequential` commits one after the other: the 1-file commit
-  p50, compared with the floor of a commit measured in the same run (bench/floor.py);
+  p50, compared with the floor of a commit measured in the same run (bench/floor.py). Here the two
+  sides' commits alternate in one loop (who goes first changes every commit), as in the suite's
+  sequential case, so that both see the same minutes of a shared machine;
 - `spread-100`, `spread-1000`, `one-table`: `--commits` commits by `--senders` concurrent senders,
   round robin over 100 tables, over 1,000 tables (`--spread`), and all to one table.
 
@@ -247,19 +249,22 @@ class Sender(threading.Thread):
 
     def __init__(
         self,
+        index: int,
         url: str,
         work: list[tuple[int, int, bytes]],
         tables: Sequence[AppendTable],
         ready: threading.Barrier,
     ) -> None:
         super().__init__(daemon=True)
-        self.url, self.work, self.tables, self.ready = url, work, tables, ready
+        self.index, self.url, self.work, self.tables, self.ready = index, url, work, tables, ready
         self.start_signal = threading.Event()
         self.cancelled = False
         """Set with the start signal when the load is abandoned before its release: send nothing."""
         self.records: list[dict[str, Any]] = []
         self.failures: list[dict[str, Any]] = []
         self.finished = 0.0
+        self.cpu_s = 0.0
+        """This thread's own CPU while it sent its commits."""
         self.error: str | None = None
 
     def run(self) -> None:
@@ -270,30 +275,38 @@ class Sender(threading.Thread):
                 self.start_signal.wait()
                 if self.cancelled:
                     return
+                cpu = time.thread_time()
                 for identifier, (i, t, body) in enumerate(self.work, 1):
-                    started = time.perf_counter()
-                    try:
-                        answer, resends = commit_with_retry(client, self.tables[t].id, body)
-                    except Exception as error:
-                        self.failures.append({"commit": i, "table": t, "error": repr(error)[:500]})
-                        continue
-                    self.records.append(
-                        {
-                            "commit": i,
-                            "table": t,
-                            "identifier": identifier,
-                            "ms": (time.perf_counter() - started) * 1000,
-                            "resends": resends,
-                            "deduplicated": answer["deduplicated"],
-                            "snapshot": answer["snapshots"][0]["id"],
-                            "timings": answer["timings"],
-                            "group_size": answer.get("groupSize", 1),
-                        }
-                    )
+                    record = send(client, self.tables[t].id, body, (self.index, identifier, i, t))
+                    (self.records if "ms" in record else self.failures).append(record)
+                self.cpu_s = time.thread_time() - cpu
             self.finished = time.perf_counter()
         except BaseException:
             self.error = traceback.format_exc()
             self.ready.abort()  # do not leave the others waiting for a sender that will never be ready
+
+
+def send(
+    client: httpx.Client, table_id: str, body: bytes, where: tuple[int, int, int, int]
+) -> dict[str, Any]:
+    """One commit, timed from its first POST to the decision (resends included); a failure's record has
+    no `ms`. `where`: the sender, its identifier, the commit number and the table index."""
+    sender, identifier, i, t = where
+    at = {"sender": sender, "identifier": identifier, "commit": i, "table": t}
+    started = time.perf_counter()
+    try:
+        answer, resends = commit_with_retry(client, table_id, body)
+    except Exception as error:
+        return {**at, "error": repr(error)[:500]}
+    return {
+        **at,
+        "ms": (time.perf_counter() - started) * 1000,
+        "resends": resends,
+        "deduplicated": answer["deduplicated"],
+        "snapshot": answer["snapshots"][0]["id"],
+        "timings": answer["timings"],
+        "group_size": answer.get("groupSize", 1),
+    }
 
 
 def metrics_text(url: str) -> str:
@@ -302,11 +315,39 @@ def metrics_text(url: str) -> str:
     return response.text
 
 
+@dataclass(frozen=True)
+class Counters:
+    """What a side's service has spent so far: round trips per engine (None: the revision has no
+    counter), its CPU seconds, and the local PostgreSQL server's (None: SQLite, or not on this machine)."""
+
+    round_trips: dict[str, float] | None
+    service_cpu_s: float
+    postgres_cpu_s: float | None
+
+    @staticmethod
+    def read(side: Side) -> Counters:
+        postgres = None if side.postmaster is None else server_cpu_seconds(side.postmaster)
+        return Counters(
+            round_trips(metrics_text(side.service.url)), process_cpu_seconds(side.service.pid), postgres
+        )
+
+    def since(self, before: Counters) -> Counters:
+        postgres = None
+        if self.postgres_cpu_s is not None and before.postgres_cpu_s is not None:
+            postgres = self.postgres_cpu_s - before.postgres_cpu_s
+        return Counters(
+            round_trip_delta(before.round_trips, self.round_trips),
+            self.service_cpu_s - before.service_cpu_s,
+            postgres,
+        )
+
+
 def timed(side: Side, load: Load, prepared: Prepared) -> dict[str, Any]:
     """Release every sender at once; the load's figures from the release to the last sender's end."""
-    url, pid = side.service.url, side.service.pid
     ready = threading.Barrier(load.senders + 1)
-    senders = [Sender(url, work, prepared.tables, ready) for work in prepared.work]
+    senders = [
+        Sender(s, side.service.url, work, prepared.tables, ready) for s, work in enumerate(prepared.work)
+    ]
     for sender in senders:
         sender.start()
     try:
@@ -316,58 +357,98 @@ def timed(side: Side, load: Load, prepared: Prepared) -> dict[str, Any]:
             sender.join(10)
         raise RuntimeError(next((s.error for s in senders if s.error), "a sender was not ready")) from None
     try:
-        trips_before, cpu_before = round_trips(metrics_text(url)), process_cpu_seconds(pid)
-        server_before = None if side.postmaster is None else server_cpu_seconds(side.postmaster)
+        before = Counters.read(side)
     except BaseException:
         for sender in senders:
             sender.cancelled = True
             sender.start_signal.set()
         raise
-    client_before = time.process_time()
     released = time.perf_counter()
     for sender in senders:
         sender.start_signal.set()
     for sender in senders:
         sender.join()
-    client_cpu = time.process_time() - client_before
-    cpu = process_cpu_seconds(pid) - cpu_before
-    server = None
-    if side.postmaster is not None and server_before is not None:
-        server = server_cpu_seconds(side.postmaster) - server_before
-    trips = round_trip_delta(trips_before, round_trips(metrics_text(url)))
+    spent = Counters.read(side).since(before)
     errors = [s.error for s in senders if s.error]
     if errors:
         raise RuntimeError(f"a sender failed:\n{errors[0]}")
     records = [r for s in senders for r in s.records]
     failures = [f for s in senders for f in s.failures]
     wall = max(s.finished for s in senders) - released
+    return figures(prepared, records, failures, wall, spent, sum(s.cpu_s for s in senders))
+
+
+def alternated(sides: Sequence[Side], load: Load, prepared: Sequence[Prepared]) -> list[dict[str, Any]]:
+    """One sender per side, their commits in turn (the side going first changes every commit), so that
+    both sides see the same minutes of a shared machine. The PostgreSQL server's CPU is read around each
+    commit; the rest once per side around the whole loop."""
+    if load.senders != 1:
+        raise ValueError("commits in turn are for one sender per side")
+    records: list[list[dict[str, Any]]] = [[] for _ in sides]
+    failures: list[list[dict[str, Any]]] = [[] for _ in sides]
+    cpu, postgres = [0.0] * len(sides), [0.0] * len(sides)
+    with ExitStack() as stack:
+        clients = [stack.enter_context(new_client(s.service.url)) for s in sides]
+        for client in clients:
+            client.get("/health")
+        before = [Counters.read(s) for s in sides]
+        for k in range(load.commits):
+            for n in range(len(sides)) if k % 2 == 0 else reversed(range(len(sides))):
+                i, t, body = prepared[n].work[0][k]
+                server = sides[n].postmaster
+                started_postgres = None if server is None else server_cpu_seconds(server)
+                started_cpu = time.thread_time()
+                record = send(clients[n], prepared[n].tables[t].id, body, (0, k + 1, i, t))
+                cpu[n] += time.thread_time() - started_cpu
+                if server is not None and started_postgres is not None:
+                    postgres[n] += server_cpu_seconds(server) - started_postgres
+                (records[n] if "ms" in record else failures[n]).append(record)
+        spent = [Counters.read(s).since(b) for s, b in zip(sides, before, strict=True)]
+    out = []
+    for n, side in enumerate(sides):
+        counters = Counters(
+            spent[n].round_trips, spent[n].service_cpu_s, None if side.postmaster is None else postgres[n]
+        )
+        wall = sum(r["ms"] for r in records[n]) / 1000
+        out.append(figures(prepared[n], records[n], failures[n], wall, counters, cpu[n]))
+    return out
+
+
+def figures(
+    prepared: Prepared,
+    records: Sequence[dict[str, Any]],
+    failures: Sequence[dict[str, Any]],
+    wall: float,
+    spent: Counters,
+    client_cpu: float,
+) -> dict[str, Any]:
+    """One run's figures; records the acknowledged commits in `prepared` for the read-back."""
+    for r in records:
+        pair = (prepared.users[r["sender"]], r["identifier"])
+        prepared.acknowledged[r["table"]][pair] = commit_ids(r["commit"])
+        prepared.claimed[r["table"]][pair] = r["snapshot"]
     acknowledged = len(records)
     per_commit = max(acknowledged, 1)
-    for s, sender in enumerate(senders):
-        for r in sender.records:
-            pair = (prepared.users[s], r["identifier"])
-            prepared.acknowledged[r["table"]][pair] = commit_ids(r["commit"])
-            prepared.claimed[r["table"]][pair] = r["snapshot"]
-    timings = [r["timings"] for r in records if r["timings"]]
+    trips, postgres = spent.round_trips, spent.postgres_cpu_s
     return {
-        "commits": load.commits,
+        "commits": acknowledged + len(failures),
         "acknowledged": acknowledged,
         "failed": len(failures),
-        "failures": failures[:5],
+        "failures": list(failures[:5]),
         "wall_s": wall,
-        "commits_per_s": acknowledged / wall,
+        "commits_per_s": acknowledged / wall if wall else 0.0,
         "commit_ms": summarize([r["ms"] for r in records]),
         "resends": sum(r["resends"] for r in records),
         "deduplicated": sum(1 for r in records if r["deduplicated"]),
-        "service_cpu_s": cpu,
-        "service_cpu_ms_per_commit": cpu * 1000 / per_commit,
+        "service_cpu_s": spent.service_cpu_s,
+        "service_cpu_ms_per_commit": spent.service_cpu_s * 1000 / per_commit,
         "client_cpu_ms_per_commit": client_cpu * 1000 / per_commit,
-        "postgres_cpu_s": server,
-        "postgres_cpu_ms_per_commit": None if server is None else server * 1000 / per_commit,
+        "postgres_cpu_s": postgres,
+        "postgres_cpu_ms_per_commit": None if postgres is None else postgres * 1000 / per_commit,
         "round_trips": trips,
         "round_trips_per_commit": None if trips is None else sum(trips.values()) / per_commit,
         "group_size_mean": sum(r["group_size"] for r in records) / per_commit,
-        "server_phase_median_ms": median_phases(timings),
+        "server_phase_median_ms": median_phases([r["timings"] for r in records if r["timings"]]),
         "commit_ms_all": [round(r["ms"], 3) for r in records],
     }
 
@@ -407,27 +488,36 @@ def verify(side: Side, prepared: Prepared) -> dict[str, Any]:
     return total
 
 
-def run_load(side: Side, load: Load) -> dict[str, Any]:
-    """Prepare, settle, measure, verify: one load on one side."""
-    progress(
-        f"  {side.name}: {load.name}: {load.tables:,} tables and their first commits, {load.commits:,} files"
-    )
-    started = time.perf_counter()
-    prepared = prepare(side, load)
-    prepare_s = time.perf_counter() - started
-    time.sleep(SETTLE_S)
-    progress(f"  {side.name}: {load.name}: {load.label}")
-    result = timed(side, load, prepared)
-    started = time.perf_counter()
-    result["verify"] = verify(side, prepared)
-    result["verify_s"] = time.perf_counter() - started
-    result["prepare_s"] = prepare_s
-    v = result["verify"]
-    progress(
-        f"  {side.name}: {load.name}: {result['commits_per_s']:.1f} commits/s, p50 "
-        f"{result['commit_ms']['p50']:.1f} ms; read back: {v['lost']} lost, {v['doubled']} doubled"
-    )
-    return result
+def run_load(sides: Sequence[Side], load: Load) -> dict[str, dict[str, Any]]:
+    """Prepare, settle, measure, verify: one load on each side, the sides in the order given; with one
+    sender, the sides' commits in turn instead."""
+    prepared, prepare_s = [], []
+    results: dict[str, dict[str, Any]] = {}
+    for side in sides:
+        progress(f"  {side.name}: {load.name}: {load.tables:,} tables and their first commits, files")
+        started = time.perf_counter()
+        prepared.append(prepare(side, load))
+        prepare_s.append(time.perf_counter() - started)
+        if load.senders > 1:
+            time.sleep(SETTLE_S)
+            progress(f"  {side.name}: {load.name}: {load.label}")
+            results[side.name] = timed(side, load, prepared[-1])
+    if load.senders == 1:
+        time.sleep(SETTLE_S)
+        progress(f"  {' and '.join(s.name for s in sides)} in turn: {load.name}: {load.label} each")
+        results = {s.name: r for s, r in zip(sides, alternated(sides, load, prepared), strict=True)}
+    for side, ready, seconds in zip(sides, prepared, prepare_s, strict=True):
+        result = results[side.name]
+        started = time.perf_counter()
+        result["verify"] = verify(side, ready)
+        result["verify_s"] = time.perf_counter() - started
+        result["prepare_s"] = seconds
+        v = result["verify"]
+        progress(
+            f"  {side.name}: {load.name}: {result['commits_per_s']:.1f} commits/s, p50 "
+            f"{result['commit_ms']['p50']:.1f} ms; read back: {v['lost']} lost, {v['doubled']} doubled"
+        )
+    return results
 
 
 def run_database(
@@ -445,10 +535,10 @@ def run_database(
             f"{database}: the floor of a commit (empty POSTs, the commit point's transaction, its files)"
         )
         measured_floor = floor.one_file(sides[0].service.url, sides[0].database_url, root / "floor")
-        runs: dict[str, dict[str, Any]] = {load.name: {} for load in load_list}
-        for k, load in enumerate(load_list):
-            for s in sides if k % 2 == 0 else sides[::-1]:
-                runs[load.name][s.name] = run_load(s, load)
+        runs = {
+            load.name: run_load(sides if k % 2 == 0 else sides[::-1], load)
+            for k, load in enumerate(load_list)
+        }
     return {
         "database": database,
         "revision": ours,

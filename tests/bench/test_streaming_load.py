@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from bench.streaming_load import Load, loads, plan, ratio, round_trip_delta, round_trips
+from bench.streaming_load import Counters, Load, loads, plan, ratio, round_trip_delta, round_trips
 
 
 @pytest.mark.parametrize(
@@ -76,3 +76,11 @@ def test_the_ratio_is_work_tree_over_baseline_or_missing() -> None:
     assert ratio(6.0, None) is None
     assert ratio(None, 14.0) is None
     assert ratio(1.0, 0.0) is None
+
+
+def test_what_a_side_spent_between_two_readings() -> None:
+    before = Counters({"durable": 10.0}, service_cpu_s=1.5, postgres_cpu_s=4.0)
+    after = Counters({"durable": 70.0}, service_cpu_s=2.0, postgres_cpu_s=4.25)
+    assert after.since(before) == Counters({"durable": 60.0}, 0.5, 0.25)
+    on_sqlite = Counters(None, 2.0, None).since(Counters(None, 1.0, None))
+    assert on_sqlite == Counters(None, 1.0, None)
