@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+from sqlalchemy import Engine, create_engine, text
 
 from bench import floor
 from bench.coordinator_bench import commit_body, commit_with_retry, create_table, new_client
@@ -67,6 +68,7 @@ SETTLE_S = 1.0
 """A pause before each timed load, so the work left by the one before (the other side's, or this side's
 first commits) is not inside its window."""
 READY_TIMEOUT_S = 120.0
+SESSIONS = text("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")
 ROUND_TRIPS = re.compile(r'^coordinator_db_round_trips_total\{engine="([^"]*)"\} (\S+)$', re.MULTILINE)
 
 T = TypeVar("T")
@@ -147,6 +149,17 @@ class Side:
     warehouse: Path
     postmaster: int | None
     """The local PostgreSQL server's pid, for its CPU; None on SQLite, or when it is not on this machine."""
+    statistics: Engine | None
+    """One session of the side's PostgreSQL database, to read how many sessions it has had; None on
+    SQLite."""
+
+    def postgres_sessions(self) -> int | None:
+        """Sessions established to the side's database so far (pg_stat_database.sessions, PostgreSQL 14
+        on): a closed session is counted at once, a pooled one within a second of its first commit."""
+        if self.statistics is None:
+            return None
+        with self.statistics.connect() as conn:
+            return int(conn.execute(SESSIONS).scalar_one())
 
 
 @contextmanager
@@ -158,8 +171,14 @@ def side(name: str, revision_id: str, source: Path, database: str, root: Path) -
     with ExitStack() as stack:
         url = sqlite_url(root) if database == "sqlite" else stack.enter_context(postgres_database())
         service = stack.enter_context(CoordinatorProcess(url, warehouse, root / "service.log", source))
-        postmaster = None if database == "sqlite" else postmaster_pid(url)
-        yield Side(name, revision_id, service, url, warehouse, postmaster)
+        postmaster, statistics = None, None
+        if database != "sqlite":
+            postmaster = postmaster_pid(url)
+            statistics = create_engine(url, pool_size=1, max_overflow=0, isolation_level="AUTOCOMMIT")
+            stack.callback(statistics.dispose)
+        ready = Side(name, revision_id, service, url, warehouse, postmaster, statistics)
+        ready.postgres_sessions()  # its own session is counted now, before any reading that matters
+        yield ready
 
 
 def in_threads(fn: Callable[[httpx.Client, T], R], items: Sequence[T], url: str) -> list[R]:
@@ -318,28 +337,39 @@ def metrics_text(url: str) -> str:
 @dataclass(frozen=True)
 class Counters:
     """What a side's service has spent so far: round trips per engine (None: the revision has no
-    counter), its CPU seconds, and the local PostgreSQL server's (None: SQLite, or not on this machine)."""
+    counter), its CPU seconds, the local PostgreSQL server's (None: SQLite, or not on this machine) and
+    the sessions established to its PostgreSQL database (None: SQLite)."""
 
     round_trips: dict[str, float] | None
     service_cpu_s: float
     postgres_cpu_s: float | None
+    postgres_sessions: int | None = None
 
     @staticmethod
     def read(side: Side) -> Counters:
         postgres = None if side.postmaster is None else server_cpu_seconds(side.postmaster)
         return Counters(
-            round_trips(metrics_text(side.service.url)), process_cpu_seconds(side.service.pid), postgres
+            round_trips(metrics_text(side.service.url)),
+            process_cpu_seconds(side.service.pid),
+            postgres,
+            side.postgres_sessions(),
         )
 
     def since(self, before: Counters) -> Counters:
-        postgres = None
-        if self.postgres_cpu_s is not None and before.postgres_cpu_s is not None:
-            postgres = self.postgres_cpu_s - before.postgres_cpu_s
         return Counters(
             round_trip_delta(before.round_trips, self.round_trips),
             self.service_cpu_s - before.service_cpu_s,
-            postgres,
+            difference(self.postgres_cpu_s, before.postgres_cpu_s),
+            difference(self.postgres_sessions, before.postgres_sessions),
         )
+
+
+N = TypeVar("N", int, float)
+
+
+def difference(after: N | None, before: N | None) -> N | None:
+    """after - before, or None when either reading is missing."""
+    return None if after is None or before is None else after - before
 
 
 def timed(side: Side, load: Load, prepared: Prepared) -> dict[str, Any]:
@@ -407,7 +437,10 @@ def alternated(sides: Sequence[Side], load: Load, prepared: Sequence[Prepared]) 
     out = []
     for n, side in enumerate(sides):
         counters = Counters(
-            spent[n].round_trips, spent[n].service_cpu_s, None if side.postmaster is None else postgres[n]
+            spent[n].round_trips,
+            spent[n].service_cpu_s,
+            None if side.postmaster is None else postgres[n],
+            spent[n].postgres_sessions,
         )
         wall = sum(r["ms"] for r in records[n]) / 1000
         out.append(figures(prepared[n], records[n], failures[n], wall, counters, cpu[n]))
@@ -445,6 +478,10 @@ def figures(
         "client_cpu_ms_per_commit": client_cpu * 1000 / per_commit,
         "postgres_cpu_s": postgres,
         "postgres_cpu_ms_per_commit": None if postgres is None else postgres * 1000 / per_commit,
+        "postgres_sessions": spent.postgres_sessions,
+        "postgres_sessions_per_commit": (
+            None if spent.postgres_sessions is None else spent.postgres_sessions / per_commit
+        ),
         "round_trips": trips,
         "round_trips_per_commit": None if trips is None else sum(trips.values()) / per_commit,
         "group_size_mean": sum(r["group_size"] for r in records) / per_commit,
@@ -576,6 +613,7 @@ def load_table(result: dict[str, Any], load_list: Sequence[Load]) -> list[str]:
         ("service CPU ms/commit", lambda r: float(r["service_cpu_ms_per_commit"]), 2),
         ("round trips/commit", lambda r: r["round_trips_per_commit"], 1),
         ("PostgreSQL CPU ms/commit (whole server)", lambda r: r["postgres_cpu_ms_per_commit"], 2),
+        ("new PostgreSQL sessions/commit", lambda r: r["postgres_sessions_per_commit"], 2),
         ("senders' CPU ms/commit", lambda r: float(r["client_cpu_ms_per_commit"]), 2),
         ("mean group", lambda r: float(r["group_size_mean"]), 2),
     ]

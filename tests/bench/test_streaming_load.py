@@ -79,8 +79,8 @@ def test_the_ratio_is_work_tree_over_baseline_or_missing() -> None:
 
 
 def test_what_a_side_spent_between_two_readings() -> None:
-    before = Counters({"durable": 10.0}, service_cpu_s=1.5, postgres_cpu_s=4.0)
-    after = Counters({"durable": 70.0}, service_cpu_s=2.0, postgres_cpu_s=4.25)
-    assert after.since(before) == Counters({"durable": 60.0}, 0.5, 0.25)
+    before = Counters({"durable": 10.0}, service_cpu_s=1.5, postgres_cpu_s=4.0, postgres_sessions=12)
+    after = Counters({"durable": 70.0}, service_cpu_s=2.0, postgres_cpu_s=4.25, postgres_sessions=30)
+    assert after.since(before) == Counters({"durable": 60.0}, 0.5, 0.25, 18)
     on_sqlite = Counters(None, 2.0, None).since(Counters(None, 1.0, None))
     assert on_sqlite == Counters(None, 1.0, None)
