@@ -199,7 +199,7 @@ def commit_with_retry(client: httpx.Client, table_id: str, body: bytes) -> tuple
         if response.status_code in (200, 201):
             answer: dict[str, Any] = response.json()
             return answer, attempt
-        if response.status_code == 503:  # lock wait timed out: honour Retry-After
+        if response.status_code in (429, 503):  # overloaded, or the lock wait timed out: honour Retry-After
             time.sleep(float(response.headers.get("retry-after", "1")))
             continue
         if response.status_code == 409 and response.json().get("conflict", {}).get("retryable"):

@@ -72,7 +72,7 @@ def resolve(revision: str) -> str:
         check=False,
     )
     if done.returncode != 0:
-        raise ValueError(f"--replica-baseline {revision}: not a commit here ({done.stderr.strip()})")
+        raise ValueError(f"baseline {revision}: not a commit here ({done.stderr.strip()})")
     return done.stdout.strip()
 
 

@@ -5,6 +5,7 @@ usage: python bench/run.py [--quick] [--databases sqlite,postgres]
        python bench/run.py --rest [--s3 | --stores local,s3] [--databases sqlite,postgres] [--quick] [...]
        python bench/run.py --spark [--rows 5000000] [--repeats 5]
        python bench/run.py --transactions [--pairs 200] [--databases sqlite,postgres]
+       python bench/run.py --streaming [--databases postgres,sqlite] [--commits 3000] [--baseline REV]
 
 Prints one table per database (metric | coordinator | pypaimon | ratio | target) and writes every raw
 number to bench/results/<timestamp>.json. With `--s3`, instead, the S3 benchmark of bench/s3_commits.py
@@ -12,7 +13,9 @@ number to bench/results/<timestamp>.json. With `--s3`, instead, the S3 benchmark
 pypaimon's own filesystem commit, on local disk and on S3 (bench/rest_commits.py). With `--spark`,
 only the Spark benchmark of the paimon-coordinator data source (bench/spark_datasource.py: its writes
 and reads beside plain Spark's). With `--transactions`, a 2-table transaction beside the same two
-commits made in turn (bench/transactions.py). What is measured and how to read it: bench/README.md.
+commits made in turn (bench/transactions.py). With `--streaming`, many streaming jobs committing at once
+(one table, 100 and 1,000 tables) on this work tree beside a baseline revision, with the floor of a commit
+(bench/streaming_load.py). What is measured and how to read it: bench/README.md.
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ def importable() -> None:
 def main() -> int:
     importable()
     argv = sys.argv[1:]
+    if "--streaming" in argv:
+        from bench.streaming_load import main as run_streaming
+
+        return run_streaming([a for a in argv if a != "--streaming"])
     if "--transactions" in argv:
         from bench.transactions import main as run_transactions
 
