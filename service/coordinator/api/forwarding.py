@@ -93,6 +93,11 @@ async def at_the_holder(
 
 
 def _holder_elsewhere(services: Services, table_ids: Sequence[str]) -> str | None:
+    """Where to send the commit: the replica holding one of its tables' locks, asked only when this
+    replica is committing none of them (a commit joins a group of this replica's without a query, so a
+    hot table costs no round trip per commit)."""
+    if any(services.queues.busy(table_id) for table_id in table_ids):
+        return None
     tables = []
     for table_id in table_ids:
         try:

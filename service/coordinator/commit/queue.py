@@ -49,6 +49,12 @@ class CommitQueue:
         with self._changed:
             return len(self._waiting)
 
+    @property
+    def busy(self) -> bool:
+        """Whether commits to the table are being committed or waiting here."""
+        with self._changed:
+            return self._leading or bool(self._waiting)
+
     def join(self, member: Member) -> None:
         with self._changed:
             self._waiting.append(member)
@@ -147,6 +153,10 @@ class CommitQueues:
         with self._guard:
             queue = self._queues.get(table_id)
         return None if queue is None else queue.group_seconds()
+
+    def busy(self, table_id: str) -> bool:
+        """Whether this process is committing the table, or has commits to it waiting."""
+        return self.of(table_id).busy
 
     def depth(self, table_id: str) -> int:
         """Commits to this table waiting in this process for the current group to finish."""

@@ -80,7 +80,10 @@ def make_engine(url: str) -> Engine:
         event.listen(engine, "begin", _sqlite_begin_immediate)
         return engine
     # No pre-ping: it would add a round trip to every transaction of a commit (see _checked_before_use).
-    return _checked_before_use(create_engine(url, pool_size=10, max_overflow=20, pool_recycle=1800))
+    # A connection beyond the pool's size is closed when it comes back, and a new PostgreSQL session
+    # costs the server about 4 ms of CPU (bench/README.md, the streaming load): the pool keeps as many
+    # as a busy process uses at once.
+    return _checked_before_use(create_engine(url, pool_size=16, max_overflow=24, pool_recycle=1800))
 
 
 def bookkeeping_engine(engine: Engine) -> Engine:
@@ -130,8 +133,8 @@ def _postgres_sessions_with(engine: Engine, setting: str) -> Engine:
         create_engine(
             engine.url,
             connect_args={"options": f"-c {setting}"},
-            pool_size=5,
-            max_overflow=10,
+            pool_size=8,
+            max_overflow=12,
             pool_recycle=1800,
         )
     )
