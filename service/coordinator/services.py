@@ -14,13 +14,14 @@ from coordinator.clock import Clock
 from coordinator.commit.admission import Admission
 from coordinator.commit.batch import Batches
 from coordinator.commit.catch_up import CatchUp
+from coordinator.commit.collaborators import Collaborators
 from coordinator.commit.decide import Decider
 from coordinator.commit.file_checks import FileChecks
 from coordinator.commit.in_flight import InFlight
 from coordinator.commit.intake import Intakes
 from coordinator.commit.live_index import LiveIndex
 from coordinator.commit.overwrite_watch import OverwriteWatch
-from coordinator.commit.pipeline import Collaborators, Committer
+from coordinator.commit.pipeline import Committer
 from coordinator.commit.publish import Publication
 from coordinator.commit.queue import CommitQueues
 from coordinator.commit.table_state import TableStates
