@@ -27,10 +27,7 @@ from coordinator.commit.batch import TableGroup
 from coordinator.commit.collaborators import Collaborators
 from coordinator.commit.commit_point import finish
 from coordinator.commit.intake import native_intake, proposal_intake
-from coordinator.commit.member import (
-    Intake,
-    Member,
-)
+from coordinator.commit.member import Intake, Member, TableDecisions
 from coordinator.commit.queue import TakeGroup
 from coordinator.commit.snapshot_proposals import SnapshotProposal
 from coordinator.commit.transaction import intake_parts, placed_file, transaction_answer
@@ -41,6 +38,7 @@ from coordinator.errors import (
     DataFileMissing,
 )
 from coordinator.observability.commit_events import CommitEvents, Outcome
+from coordinator.usecases.table_hold import Hold
 from coordinator.usecases.tables import Table
 from coordinator_client.models import (
     CommitRequest,
@@ -179,9 +177,7 @@ class Committer:
             acquired = time.perf_counter()
             held = [g for g in batch if g.table.id in hold.leases]
             steps.metrics.batch_tables.observe(len(held))
-            parts = [(g.table, self._taken(g.take, acquired)) for g in held]
-            decided = self._try_commit.run(hold, parts, atomic=False) if parts else []
-            finish(steps.bookkeeping, decided, hold, steps.clock.now())
+            decided = self._commit_held(hold, [(g.table, self._taken(g.take, acquired)) for g in held])
         for table_decisions in decided:
             answer(table_decisions)
         for group in held:
@@ -195,13 +191,17 @@ class Committer:
         answer every member. Returns the members left for the next group."""
         steps = self._steps
         with steps.holds.hold([table], "commit") as hold:
-            decided = self._try_commit.run(
-                hold, [(table, self._taken(take, time.perf_counter()))], atomic=False
-            )
-            finish(steps.bookkeeping, decided, hold, steps.clock.now())
+            decided = self._commit_held(hold, [(table, self._taken(take, time.perf_counter()))])
         for table_decisions in decided:
             answer(table_decisions)
         return [m for d in decided for m in d.later]
+
+    def _commit_held(self, hold: Hold, parts: list[tuple[Table, list[Member]]]) -> list[TableDecisions]:
+        """The held tables' members decided and committed, each table on its own, and the finish (which
+        releases the locks); answered by the caller once the hold is over."""
+        decided = self._try_commit.run(hold, parts, atomic=False) if parts else []
+        finish(self._steps.bookkeeping, decided, hold, self._steps.clock.now())
+        return decided
 
     def _taken(self, take: TakeGroup, acquired: float) -> list[Member]:
         """The table's group, once its lock is held (at `acquired`)."""
@@ -252,8 +252,7 @@ class Committer:
         if not steps.catch_up.head_overwritten(table, latest):
             return False
         with steps.holds.hold([table], "commit") as hold:
-            decided = self._try_commit.run(hold, [(table, [])], atomic=False)
-            finish(steps.bookkeeping, decided, hold, steps.clock.now())
+            self._commit_held(hold, [(table, [])])  # no members: the catch-up takes the head back
         return True
 
     def recover(self) -> list[str]:
