@@ -174,14 +174,19 @@ class TryCommit:
             table, context = steps.catch_up.context(table, members)
             state, lost = steps.catch_up.catch_up(table, context)
         reapplied = []
-        if lost:
-            again = self._reapply(hold, table, state, lost)
-            if again is None:
-                return None
-            reapplied.append(again)
-        decided = TableDecisions(
-            table, state, state.snapshot_id, steps.decider.decide_all(table, context, state, members, hold)
-        )
+        try:
+            if lost:
+                again = self._reapply(hold, table, state, lost)
+                if again is None:
+                    return None
+                reapplied.append(again)
+            previous_id = state.snapshot_id  # the head the members build on
+            decisions = steps.decider.decide_all(table, context, state, members, hold)
+        except BaseException:
+            # Nothing decided on the state stands: its manifests go, and it is built again.
+            steps.states.discard(table.id, state)
+            raise
+        decided = TableDecisions(table, state, previous_id, decisions)
         if any(isinstance(d, Rejected) and d.advanced for d in decided.decisions):
             # Part of a committable advanced the in-memory state: built again from what is committed.
             steps.states.invalidate(table.id)
