@@ -11,9 +11,10 @@ described in its list, in `format.manifest_meta`.
 
 from __future__ import annotations
 
+import functools
 import io
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final, TypeVar, cast
 
@@ -138,6 +139,7 @@ MANIFEST_LIST_SCHEMA: Final[Mapping[str, object]] = {
 
 _PARSED_MANIFEST: Final = fastavro.parse_schema(dict(MANIFEST_SCHEMA))
 _PARSED_MANIFEST_LIST: Final = fastavro.parse_schema(dict(MANIFEST_LIST_SCHEMA))
+_PARSED_SCHEMAS: Final = {"manifest": _PARSED_MANIFEST, "manifest-list": _PARSED_MANIFEST_LIST}
 
 
 def _schema_text(parsed: Any) -> str:
@@ -198,26 +200,22 @@ def _meta_record(meta: ManifestFileMeta) -> dict[str, Any]:
     }
 
 
-def _container(schema: Any, records: Iterable[dict[str, Any]]) -> bytes:
+@functools.cache
+def _header(schema_name: str) -> bytes:
+    """The Avro container header of every file this process writes with the named schema, its sync marker
+    last. Rendering a header means serialising the schema to JSON, a good part of a small commit's CPU,
+    so it is made once: the sync marker only has to be one the file's own blocks end with, and readers
+    take it from the header."""
     buffer = io.BytesIO()
-    fastavro.writer(buffer, schema, records, codec=_CODEC, sync_interval=_SYNC_INTERVAL)
+    fastavro.writer(buffer, _PARSED_SCHEMAS[schema_name], [], codec=_CODEC)
     return buffer.getvalue()
 
 
-def encode_manifest(entries: Sequence[ManifestEntry]) -> bytes:
-    """Serialise manifest entries into the bytes of one Avro manifest file."""
-    return manifest_container(encode_entries(entries))
-
-
-def manifest_container(records: Sequence[bytes]) -> bytes:
-    """One Avro manifest file of entries already encoded (`encode_entries`), in order.
-
-    The container fastavro would write: its header, then blocks cut as soon as they reach the sync
-    interval, each compressed with zstd and followed by the file's sync marker.
-    """
-    buffer = io.BytesIO()
-    fastavro.writer(buffer, _PARSED_MANIFEST, [], codec=_CODEC)
-    header = buffer.getvalue()
+def _container(schema_name: str, records: Sequence[bytes]) -> bytes:
+    """One Avro container file of records already encoded, in order: the header, then blocks cut as soon
+    as they reach the sync interval, each compressed with zstd and followed by the sync marker (what
+    fastavro's writer would write)."""
+    header = _header(schema_name)
     sync = header[-16:]
     parts = [header]
     start = size = 0
@@ -228,6 +226,16 @@ def manifest_container(records: Sequence[bytes]) -> bytes:
             parts += (zigzag(end - start), zigzag(len(compressed)), compressed, sync)
             start, size = end, 0
     return b"".join(parts)
+
+
+def encode_manifest(entries: Sequence[ManifestEntry]) -> bytes:
+    """Serialise manifest entries into the bytes of one Avro manifest file."""
+    return manifest_container(encode_entries(entries))
+
+
+def manifest_container(records: Sequence[bytes]) -> bytes:
+    """One Avro manifest file of entries already encoded (`encode_entries`), in order."""
+    return _container("manifest", records)
 
 
 def concatenate_manifests(files: Sequence[bytes]) -> bytes | None:
@@ -253,7 +261,13 @@ def encode_entry(entry: ManifestEntry) -> bytes:
 
 def encode_manifest_list(metas: Sequence[ManifestFileMeta]) -> bytes:
     """Serialise manifest file metas into the bytes of one Avro manifest-list file."""
-    return _container(_PARSED_MANIFEST_LIST, map(_meta_record, metas))
+    return _container("manifest-list", [_schemaless(_PARSED_MANIFEST_LIST, _meta_record(m)) for m in metas])
+
+
+def _schemaless(schema: Any, record: dict[str, Any]) -> bytes:
+    buffer = io.BytesIO()
+    fastavro.schemaless_writer(buffer, schema, record)
+    return buffer.getvalue()
 
 
 # --------------------------------------------------------------------------------------------------

@@ -78,7 +78,7 @@ class Snapshot:
                 value = dict(value)
             out[key] = value
         out.update(self.extra)
-        return json.dumps(out, indent=2, ensure_ascii=False)
+        return _pretty(out)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Snapshot:
@@ -94,6 +94,22 @@ class Snapshot:
             commit_kind=kind,
             extra={k: v for k, v in data.items() if k not in _KNOWN_KEYS},
         )
+
+
+def _pretty(document: dict[str, object]) -> str:
+    """`json.dumps(document, indent=2, ensure_ascii=False)`, byte for byte, at C speed for the usual flat
+    snapshot: with an indent, json.dumps takes its pure-Python encoder, a tenth of a commit's CPU when a
+    coordinator commits to many tables at once. Nested values (extra keys a newer writer added) are
+    rendered the slow way."""
+    if any(isinstance(value, (dict, list)) for value in document.values()):
+        return json.dumps(document, indent=2, ensure_ascii=False)
+    if not document:
+        return "{}"
+    fields = ",\n  ".join(f"{_scalar(key)}: {_scalar(value)}" for key, value in document.items())
+    return "{\n  " + fields + "\n}"
+
+
+_scalar: Final = json.JSONEncoder(ensure_ascii=False).encode
 
 
 # (attribute, JSON key) in the order pypaimon writes them (§3 of paimon-format.md).

@@ -50,33 +50,42 @@ class Batches:
         self._max_tables = max_tables
         self._at_once = at_once
         self._waiting: deque[TableGroup] = deque()
-        self._changed = threading.Condition()
+        self._lock = threading.Lock()
+        self._sleepers: dict[TableGroup, threading.Condition] = {}
+        """The leaders waiting in next_batch, each woken on its own: waking them all whenever a batch
+        ends (a leader per table, dozens under a spread load) cost more CPU than the batch saved."""
         self._committing = 0
 
     @property
     def waiting(self) -> int:
         """Tables' groups waiting for a batch (not counting those being committed)."""
-        with self._changed:
+        with self._lock:
             return len(self._waiting)
 
     def join(self, group: TableGroup) -> None:
-        with self._changed:
+        with self._lock:
             self._waiting.append(group)
 
     def next_batch(self, group: TableGroup) -> list[TableGroup] | None:
         """Wait until `group` is done (None), or until it is still waiting and fewer than `at_once` batches
         are being committed: then the caller commits the next batch (the first `max_tables` groups
         waiting, its own among them or an earlier one), in `committing`."""
-        with self._changed:
+        with self._lock:
             while not group.later.done() and (
                 self._committing >= self._at_once or group not in self._waiting
             ):
-                self._changed.wait()
+                sleeper = self._sleepers[group] = threading.Condition(self._lock)
+                try:
+                    sleeper.wait()
+                finally:
+                    del self._sleepers[group]
             if group.later.done():
                 return None
             self._committing += 1
             count = min(self._max_tables, len(self._waiting))
-            return [self._waiting.popleft() for _ in range(count)]
+            batch = [self._waiting.popleft() for _ in range(count)]
+            self._wake_next_leader()
+            return batch
 
     @contextmanager
     def committing(self, batch: Sequence[TableGroup]) -> Iterator[None]:
@@ -94,6 +103,19 @@ class Batches:
                     group.later.set_exception(
                         RuntimeError("a batch ended without committing a table's group")
                     )
-            with self._changed:
+            with self._lock:
                 self._committing -= 1
-                self._changed.notify_all()
+                for group in batch:
+                    self._wake(group)
+                self._wake_next_leader()
+
+    def _wake_next_leader(self) -> None:
+        """Wake the leader of the first group waiting when another batch may start: it commits the next
+        batch. Called with the lock held."""
+        if self._waiting and self._committing < self._at_once:
+            self._wake(self._waiting[0])
+
+    def _wake(self, group: TableGroup) -> None:
+        sleeper = self._sleepers.get(group)
+        if sleeper is not None:
+            sleeper.notify()

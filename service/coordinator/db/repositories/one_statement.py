@@ -13,11 +13,13 @@ write the same rows.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, TextClause, text
 
 from coordinator.db.engine import now_ms
 from coordinator.db.repositories.commits import NewCommit
@@ -139,6 +141,8 @@ UPDATE locks SET owner = NULL, expires_at_ms = 0 FROM t
 WHERE locks.lock_id = t.lock_id AND locks.owner = t.owner AND locks.epoch = t.epoch
 """
 
+_FINISH_STATEMENT: Final = text(_FINISH.format(insert_rejected=_INSERT_COMMITS.format(rows="rejected")))
+
 _FILE_COLUMNS = {
     "f_partition": 1,
     "f_bucket": 2,
@@ -156,11 +160,7 @@ def commit_point(conn: Connection, heads: Sequence[HeadMove]) -> tuple[set[str],
     """One statement in autocommit; returns (the tables whose lease still held, the tables whose head
     moved and whose rows are written). A history row whose key is taken raises IntegrityError, and
     nothing at all is written."""
-    statement = text(
-        _COMMIT_POINT.format(
-            now=now_ms(conn.engine).text, insert_history=_INSERT_COMMITS.format(rows="history")
-        )
-    )
+    statement = _commit_point_statement(now_ms(conn.engine).text)
     added = [row for head in heads for row in head.added]
     params: dict[str, object] = {
         "heads": json.dumps([_head_json(h) for h in heads]),
@@ -178,7 +178,7 @@ def finish(conn: Connection, tables: Sequence[TableFinish]) -> None:
     """Every table's snapshots published through its `through`, its commits' timings completed, its
     rejections recorded and its lease released: one statement in autocommit."""
     conn.execute(
-        text(_FINISH.format(insert_rejected=_INSERT_COMMITS.format(rows="rejected"))),
+        _FINISH_STATEMENT,
         {
             "tables": json.dumps(
                 [
@@ -203,6 +203,13 @@ def finish(conn: Connection, tables: Sequence[TableFinish]) -> None:
             "batch": BATCH_IDENTIFIER,
         },
     )
+
+
+@functools.cache
+def _commit_point_statement(now: str) -> TextClause:
+    """The commit point's statement, made once: SQLAlchemy keys its compiled-statement cache on the
+    statement object, and keying a fresh one costs more than the rest of the call."""
+    return text(_COMMIT_POINT.format(now=now, insert_history=_INSERT_COMMITS.format(rows="history")))
 
 
 def _head_json(head: HeadMove) -> dict[str, object]:
