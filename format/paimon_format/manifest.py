@@ -261,12 +261,16 @@ def encode_entry(entry: ManifestEntry) -> bytes:
 
 def encode_manifest_list(metas: Sequence[ManifestFileMeta]) -> bytes:
     """Serialise manifest file metas into the bytes of one Avro manifest-list file."""
-    return _container("manifest-list", [_schemaless(_PARSED_MANIFEST_LIST, _meta_record(m)) for m in metas])
+    return _container("manifest-list", [_encoded_meta(meta) for meta in metas])
 
 
-def _schemaless(schema: Any, record: dict[str, Any]) -> bytes:
+@functools.lru_cache(maxsize=16_384)
+def _encoded_meta(meta: ManifestFileMeta) -> bytes:
+    """One manifest-list record. Every commit's base manifest list names all the table's manifests again,
+    so a coordinator committing around the clock encodes each one once and remembers it (a few hundred
+    bytes each)."""
     buffer = io.BytesIO()
-    fastavro.schemaless_writer(buffer, schema, record)
+    fastavro.schemaless_writer(buffer, _PARSED_MANIFEST_LIST, _meta_record(meta))
     return buffer.getvalue()
 
 

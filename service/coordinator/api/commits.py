@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Request, Response, status
@@ -68,12 +69,18 @@ async def commit(
     except BaseException:
         resume()
         raise
-    background.add_task(resume)  # after the answer is sent
+    background.add_task(_resumed, resume)  # after the answer is sent
     if isinstance(result, Response):
         return result  # the answer of the replica holding the table's lock
     if result.deduplicated:
         response.status_code = status.HTTP_200_OK
     return result
+
+
+async def _resumed(resume: Callable[[], None]) -> None:
+    # async, so it runs on the event loop: a plain function would take a trip to a worker thread for
+    # every commit, big or small.
+    resume()
 
 
 def _commit(services: Services, table_id: str, body: bytes, idempotency_key: str | None) -> CommitResponse:
