@@ -84,7 +84,7 @@ def _database(args: argparse.Namespace) -> Iterator[Engine]:
     settings = _settings(args)
     if settings.auto_migrate:
         upgrade(settings.database_url)
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, settings.database_statement_timeout_seconds)
     try:
         yield engine
     finally:

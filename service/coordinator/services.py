@@ -82,7 +82,7 @@ class Services:
         case on them: the one place the service is wired."""
         if settings.auto_migrate:
             upgrade(settings.database_url)
-        engine = make_engine(settings.database_url)
+        engine = make_engine(settings.database_url, settings.database_statement_timeout_seconds)
         bookkeeping = bookkeeping_engine(engine)
         fileio, root = open_warehouse(settings.warehouse)
         metrics = Metrics()

@@ -38,6 +38,13 @@ class Settings(BaseSettings):
     commit_batches_at_once: int = Field(
         default=4, ge=1, description="batches of tables one process commits at the same time"
     )
+    database_statement_timeout_seconds: float = Field(
+        default=60.0,
+        ge=0,
+        description="PostgreSQL cancels any statement of the service that runs longer (a lock another "
+        "session holds, a runaway plan); the request is answered 503 with Retry-After and its transaction "
+        "changed nothing, instead of holding a commit thread and a connection indefinitely (0: no limit)",
+    )
     auto_migrate: bool = Field(default=True, description="run `alembic upgrade head` at start")
     require_tokens: bool = Field(default=False, description="every request needs a bearer token")
     allow_open_bind: bool = Field(

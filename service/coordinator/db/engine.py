@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.sql.elements import TextClause
 
@@ -69,8 +69,10 @@ def read_only(engine: Engine) -> Connection:
     return conn
 
 
-def make_engine(url: str) -> Engine:
-    """An engine tuned for many short transactions from many threads."""
+def make_engine(url: str, statement_timeout_seconds: float = 0) -> Engine:
+    """An engine tuned for many short transactions from many threads; on PostgreSQL each of its statements
+    (and those of the engines made from it here) is cancelled after `statement_timeout_seconds` (0: never).
+    SQLite has no such limit: its one writer at a time waits at most its busy timeout."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         engine = create_engine(
@@ -83,7 +85,16 @@ def make_engine(url: str) -> Engine:
     # A connection beyond the pool's size is closed when it comes back, and a new PostgreSQL session
     # costs the server about 4 ms of CPU (bench/README.md, the streaming load): the pool keeps as many
     # as a busy process uses at once.
-    return _checked_before_use(create_engine(url, pool_size=16, max_overflow=24, pool_recycle=1800))
+    if statement_timeout_seconds > 0:
+        parsed = _with_session_setting(parsed, f"statement_timeout={round(statement_timeout_seconds * 1000)}")
+    return _checked_before_use(create_engine(parsed, pool_size=16, max_overflow=24, pool_recycle=1800))
+
+
+def _with_session_setting(url: URL, setting: str) -> URL:
+    """`url` whose sessions start with `setting` too, beside the `options` it may carry already. In the URL
+    (libpq's `options` parameter), so that the engines made from this one's URL inherit it."""
+    options = " ".join(filter(None, [url.query.get("options"), f"-c {setting}"]))  # type: ignore[list-item]
+    return url.update_query_dict({"options": options})
 
 
 def bookkeeping_engine(engine: Engine) -> Engine:
@@ -131,8 +142,7 @@ def _postgres_sessions_with(engine: Engine, setting: str) -> Engine:
         return engine
     return _checked_before_use(
         create_engine(
-            engine.url,
-            connect_args={"options": f"-c {setting}"},
+            _with_session_setting(engine.url, setting),
             pool_size=8,
             max_overflow=12,
             pool_recycle=1800,
