@@ -12,6 +12,7 @@ from coordinator.api import (
     commits,
     dashboard,
     docs,
+    events,
     maintenance,
     ops,
     rest_catalog,
@@ -92,6 +93,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         maintenance.router,
         ops.router,
         ops.readers,
+        events.router,
         dashboard.router,
         docs.router,
         # Last: its 501 fallback answers every /v1 path no route before it matched.

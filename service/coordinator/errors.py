@@ -28,6 +28,8 @@ CoordinatorError                 500  (never raised for a known condition)
 ├── DatabaseAlreadyExists        409
 ├── CommitConflict               409  carries the structured conflict
 │   └── IdentifierReused              the commitUser + identifier name a commit with other changes
+├── CursorExpired                410  (events) the cursor is older than the feed's retention; names the
+│                                     oldest cursor still kept
 ├── PayloadTooLarge              413
 ├── CommitQueueFull              429  + Retry-After: the commits waiting in this process would take longer
 │                                     than it may make a commit wait; refused before it queued, nothing
@@ -226,6 +228,23 @@ class CommitQueueFull(CoordinatorError):
         super().__init__(message)
         self.retry_after_seconds = retry_after_seconds
         self.reason = reason
+
+
+class CursorExpired(CoordinatorError):
+    """GET /events after a cursor whose successors retention may have deleted: resuming there could miss
+    events, so the consumer is told, with the oldest cursor still kept (None: the outbox is empty)."""
+
+    status_code = 410
+    code = "CURSOR_EXPIRED"
+
+    def __init__(self, message: str, *, oldest_cursor: int | None) -> None:
+        super().__init__(message, field="after")
+        self.oldest_cursor = oldest_cursor
+
+    def to_response(self) -> ErrorResponse:
+        return ErrorResponse(
+            code=self.code, message=self.message, field=self.field, oldest_cursor=self.oldest_cursor
+        )
 
 
 class NotSupported(CoordinatorError):

@@ -35,6 +35,7 @@ from coordinator.storage.fileio import FileIO
 from coordinator.storage.vended_credentials import DataTokens
 from coordinator.storage.warehouse import open_warehouse
 from coordinator.usecases.databases import Databases
+from coordinator.usecases.event_feed import EventFeed
 from coordinator.usecases.maintenance import Maintenance
 from coordinator.usecases.operations import Operations
 from coordinator.usecases.overview import Overview
@@ -75,6 +76,7 @@ class Services:
     queues: CommitQueues
     in_flight: InFlight
     admission: Admission
+    events: EventFeed
 
     @classmethod
     def start(cls, settings: Settings) -> Services:
@@ -147,6 +149,8 @@ class Services:
         backfill.start()
         overwrite_watch = OverwriteWatch(engine, committer, settings.overwrite_check_seconds)
         overwrite_watch.start()
+        events = EventFeed(engine, clock, retention_seconds=settings.events_retention_seconds)
+        events.start()
         return cls(
             settings,
             engine,
@@ -174,9 +178,11 @@ class Services:
             queues,
             in_flight,
             admission,
+            events,
         )
 
     def close(self) -> None:
+        self.events.close()
         self.overwrite_watch.close()
         self.backfill.close()
         self.maintenance.close()

@@ -104,6 +104,19 @@ class Settings(BaseSettings):
         "that finds a table's lock held by another forwards the commit to that one, so commits to a table "
         "share one holder's group commit instead of taking the lock in turns",
     )
+    events_retention_seconds: float = Field(
+        default=7 * 86400,
+        gt=0,
+        description="how long the commit event feed (GET /events) keeps an event; a consumer resuming from "
+        "an older cursor gets 410 with the oldest cursor still kept",
+    )
+    events_poll_seconds: float = Field(
+        default=0.1,
+        gt=0,
+        le=5,
+        description="how often a waiting GET /events or /events/stream looks for new events (another "
+        "replica's commits show up no later than this)",
+    )
     log_format: Literal["json", "text"] = "json"
     lock_backend: Literal["table", "hive"] = Field(
         default="table", description="the lock table in the metadata database, or Hive Metastore locks"

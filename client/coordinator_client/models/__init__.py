@@ -41,6 +41,13 @@ from coordinator_client.models._errors import (
     ErrorCode,
     ErrorResponse,
 )
+from coordinator_client.models._events import (
+    EVENT_KINDS,
+    EventKind,
+    EventModel,
+    EventsResponse,
+    PartitionChangeModel,
+)
 from coordinator_client.models._maintenance import (
     CleanOrphansRequest,
     CleanOrphansResponse,
@@ -118,6 +125,7 @@ from paimon_format.snapshot import BATCH_IDENTIFIER
 __all__ = [
     "BATCH_IDENTIFIER",
     "COMMIT_USER_PATTERN",
+    "EVENT_KINDS",
     "FILE_NAME_PATTERN",
     "INT32_MAX",
     "INT64_MAX",
@@ -155,6 +163,9 @@ __all__ = [
     "DropColumn",
     "ErrorCode",
     "ErrorResponse",
+    "EventKind",
+    "EventModel",
+    "EventsResponse",
     "ExpireResponse",
     "FieldSpec",
     "FileListResponse",
@@ -169,6 +180,7 @@ __all__ = [
     "Move",
     "OverviewResponse",
     "OverwriteSpec",
+    "PartitionChangeModel",
     "PhaseLatencyModel",
     "RecordedCommitModel",
     "ReleaseLockResponse",

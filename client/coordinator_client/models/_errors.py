@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from coordinator_client.models._base import _Model
 from coordinator_client.models._commits import ConflictModel
 
@@ -12,6 +14,7 @@ ErrorCode = Literal[
     "COMMIT_CONFLICT",
     "COMMIT_NOT_FOUND",
     "COMMIT_QUEUE_FULL",
+    "CURSOR_EXPIRED",
     "CONSUMER_NOT_FOUND",
     "DATABASE_ALREADY_EXISTS",
     "DATABASE_NOT_FOUND",
@@ -53,3 +56,6 @@ class ErrorResponse(_Model):
     message: str
     field: str | None = None
     conflict: ConflictModel | None = None
+    oldest_cursor: int | None = Field(
+        default=None, description="410 CURSOR_EXPIRED: the oldest event cursor the feed still keeps"
+    )

@@ -87,3 +87,30 @@ TableFilter = Annotated[
 ]
 """GET /commits?table= in api/ops.py."""
 WindowMinutes = Annotated[int, Query(ge=1, le=1440, description="the window of throughput and latency")]
+MAX_EVENT_WAIT_SECONDS = 60
+"""The longest a GET /events may wait for an event (long poll); past it a proxy would cut the request."""
+EventCursor = Annotated[
+    int | None,
+    Query(
+        ge=0,
+        le=INT64_MAX,
+        description="the cursor of the last event seen (0: from the first); absent: from the oldest kept",
+    ),
+]
+EventWait = Annotated[
+    float,
+    Query(
+        ge=0,
+        le=MAX_EVENT_WAIT_SECONDS,
+        description="long poll: seconds to wait for an event after the cursor when there is none yet",
+    ),
+]
+LastEventId = Annotated[
+    int | None,
+    Header(
+        alias="Last-Event-ID",
+        ge=0,
+        le=INT64_MAX,
+        description="the cursor of the last event received: what a reconnecting EventSource sends",
+    ),
+]

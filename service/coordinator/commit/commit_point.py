@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from coordinator.commit import live_index
+from coordinator.commit import live_index, outbox
 from coordinator.commit.answers import refs
 from coordinator.commit.live_index import Delta
 from coordinator.commit.member import Committed, Member, TableDecisions
 from coordinator.db import repositories as repo
 from coordinator.db.engine import autocommit, read_only
 from coordinator.db.repositories import live_files, one_statement
+from coordinator.db.repositories.events import NewEvent, insert_events
 from coordinator.domain.conflicts import Conflict
 from coordinator.domain.table_stats import FileDelta, combined, file_delta
 from coordinator.locks.base import Lease
@@ -77,6 +78,8 @@ class TableChange:
     """Each new snapshot's delta entries: the live-file index advances by them."""
     records: dict[int, Sequence[bytes]] = field(default_factory=dict)
     """The Avro records of those entries where they were encoded already, by snapshot id."""
+    events: list[NewEvent] = field(default_factory=list)
+    """The outbox rows of the change (commit/outbox.py), written in the same transaction or statement."""
 
 
 def table_change(decided: TableDecisions, now: float) -> TableChange | None:
@@ -94,6 +97,7 @@ def table_change(decided: TableDecisions, now: float) -> TableChange | None:
         now,
         built,
         {s: r for d in committed for s, r in d.built.records.items()},
+        outbox.commit_events(decided, now),
     )
 
 
@@ -128,6 +132,8 @@ def commit_point(hold: Hold, changes: Sequence[TableChange]) -> None:
             repo.insert_commits(conn, table_id, [h for h in change.history if h.extends is None])
             repo.extend_committed(conn, [h for h in change.history if h.extends is not None])
             live_index.advance(conn, table_id, change.deltas, change.records)
+        # Last, so the outbox's serialising lock (events.py) is held only from here to the commit.
+        insert_events(conn, [e for c in changes for e in c.events])
 
 
 def commit_each(hold: Hold, changes: Sequence[TableChange]) -> dict[str, Refusal]:
@@ -214,6 +220,7 @@ def _head_move(lease: Lease, change: TableChange) -> one_statement.HeadMove:
         last.row(published=False),
         change.history,
         [live_files.row_values(table.id, e, snapshot_id, r) for e, r in zip(entries, records, strict=True)],
+        change.events,
     )
 
 

@@ -258,3 +258,48 @@ class AuditRow(Base):
     action: Mapped[str] = mapped_column(String(64))
     target: Mapped[str] = mapped_column(String(300))
     details: Mapped[dict[str, Any] | None] = mapped_column(JSON_DOCUMENT, nullable=True)
+
+
+class EventRow(Base):
+    """The outbox: one row per change to a table, written in the transaction (or statement) that makes the
+    change, so an event exists if and only if its change does (db/repositories/events.py).
+
+    `id` is the feed's cursor. It only grows (AUTOINCREMENT on SQLite: never reused after retention
+    deletes the newest row) and is assigned in commit order (see events.py for PostgreSQL). No foreign
+    key to paimon_tables: a dropped table's events, its drop among them, outlive its row.
+    """
+
+    __tablename__ = "events"
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
+    table_id: Mapped[str] = mapped_column(String(257))
+    database: Mapped[str] = mapped_column(String(128))
+    table_name: Mapped[str] = mapped_column(String(128))
+    table_uuid: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    snapshot_ids: Mapped[list[int]] = mapped_column(JSON_DOCUMENT)
+    commit_user: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    commit_identifier: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    partitions: Mapped[list[dict[str, Any]]] = mapped_column(JSON_DOCUMENT)
+    """[{"partition": {...}, "addedFiles", "removedFiles", "addedRows", "removedRows"}] of a commit."""
+    details: Mapped[dict[str, Any] | None] = mapped_column(JSON_DOCUMENT, nullable=True)
+    created_at: Mapped[float] = mapped_column(Float)
+
+    __table_args__ = (
+        # A feed filtered by table reads (table_id, id > after) on this index; retention by age on the next.
+        Index("ix_events_table", "table_id", "id"),
+        Index("ix_events_created_at", "created_at"),
+        {"sqlite_autoincrement": True},
+    )
+
+
+class EventRetentionRow(Base):
+    """One row: the highest cursor retention has deleted through. A consumer resuming after a smaller
+    cursor may have missed events and gets 410; one at or after it has missed nothing."""
+
+    __tablename__ = "event_retention"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    pruned_through: Mapped[int] = mapped_column(BigInteger)

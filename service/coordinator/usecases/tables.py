@@ -13,6 +13,7 @@ from coordinator.clock import Clock
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
 from coordinator.db.repositories.databases import insert_database
+from coordinator.db.repositories.events import insert_events
 from coordinator.db.scope import TableScope
 from coordinator.domain.locations import is_root, location_key
 from coordinator.domain.table_schema import TableShape
@@ -27,6 +28,7 @@ from coordinator.storage.layout import TableLayout
 from coordinator.storage.store_uri import table_location
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.snapshots_on_storage import find_latest_snapshot_id, latest_schema_id
+from coordinator.usecases.table_events import table_event
 from coordinator.usecases.table_locations import (
     CREATED,
     REGISTERED,
@@ -261,6 +263,8 @@ class Tables:
                 refuse_purge(conn, row, self._root)
             if not repo.delete_table(conn, table_id):
                 raise TableNotFound(f"table {table_id} does not exist")
+            drop = table_event(table_id, row.uuid, "table-drop", self._clock.now(), {"purge": purge})
+            insert_events(conn, [drop])
         with self._lock:
             self._cache.pop(table_id, None)
         if purge:
@@ -368,6 +372,9 @@ class Tables:
                         **({} if latest else {"total_record_count": 0, "file_count": 0, "file_bytes": 0}),
                     },
                 )
+                details = {"origin": origin, "schemaId": schema.id, "latestSnapshotId": latest}
+                created = table_event(table_id, table_uuid, "table-create", self._clock.now(), details)
+                insert_events(conn, [created])
         except IntegrityError:
             with self._engine.connect() as conn:
                 taken = repo.get_table(conn, table_id) is not None
@@ -383,6 +390,10 @@ class Tables:
         if clash is not None:
             with self._engine.begin() as conn:
                 repo.delete_table(conn, table_id)
+                # Its create event was visible: the consumer learns it went again.
+                gone = {"purge": False, "locationInUse": True}
+                dropped = table_event(table_id, table_uuid, "table-drop", self._clock.now(), gone)
+                insert_events(conn, [dropped])
             raise LocationInUse(in_use(location, key, clash), field=field)
         return self.get(table_id)
 

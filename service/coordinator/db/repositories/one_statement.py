@@ -23,6 +23,7 @@ from sqlalchemy import Connection, TextClause, text
 
 from coordinator.db.engine import now_ms
 from coordinator.db.repositories.commits import NewCommit
+from coordinator.db.repositories.events import INSERT_EVENTS, NewEvent, events_json
 from coordinator.db.repositories.live_files import LiveFileValues
 from coordinator.db.repositories.tables import TableVersion
 from coordinator.locks.base import Lease
@@ -46,6 +47,8 @@ class HeadMove:
     snapshot: dict[str, object]
     history: Sequence[NewCommit]
     added: Sequence[LiveFileValues] = field(default_factory=list)
+    events: Sequence[NewEvent] = field(default_factory=list)
+    """Its outbox rows (events.py), written only if its head moved, like its other rows."""
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,8 @@ WITH h AS (
     INSERT INTO live_index (table_id, snapshot_id)
     SELECT h.table_id, h.new FROM h WHERE h.table_id IN (SELECT id FROM head)
     ON CONFLICT (table_id) DO UPDATE SET snapshot_id = excluded.snapshot_id
+), outbox AS (
+    {insert_events} WHERE e.table_id IN (SELECT id FROM head)
 )
 SELECT ARRAY(SELECT lock_id FROM fence) AS fenced, ARRAY(SELECT id FROM head) AS moved
 """
@@ -166,6 +171,7 @@ def commit_point(conn: Connection, heads: Sequence[HeadMove]) -> tuple[set[str],
         "heads": json.dumps([_head_json(h) for h in heads]),
         "snapshots": json.dumps([{"table_id": h.table_id, **h.snapshot} for h in heads]),
         "history": json.dumps([_commit_json(h.table_id, c) for h in heads for c in h.history]),
+        "events": events_json([e for h in heads for e in h.events]),
         "f_table": [row[0] for row in added],
         **{name: [row[column] for row in added] for name, column in _FILE_COLUMNS.items()},
     }
@@ -209,7 +215,13 @@ def finish(conn: Connection, tables: Sequence[TableFinish]) -> None:
 def _commit_point_statement(now: str) -> TextClause:
     """The commit point's statement, made once: SQLAlchemy keys its compiled-statement cache on the
     statement object, and keying a fresh one costs more than the rest of the call."""
-    return text(_COMMIT_POINT.format(now=now, insert_history=_INSERT_COMMITS.format(rows="history")))
+    return text(
+        _COMMIT_POINT.format(
+            now=now,
+            insert_history=_INSERT_COMMITS.format(rows="history"),
+            insert_events=INSERT_EVENTS.format(rows="events"),
+        )
+    )
 
 
 def _head_json(head: HeadMove) -> dict[str, object]:

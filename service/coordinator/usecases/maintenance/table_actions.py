@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection
 
 from coordinator.clock import Clock
+from coordinator.db.repositories.events import insert_events
 from coordinator.domain.file_references import FileReferences
 from coordinator.domain.table_paths import (
     check_inside,
@@ -26,6 +27,7 @@ from coordinator.storage.fileio import FileIO
 from coordinator.usecases.path_refusals import audit_refusal
 from coordinator.usecases.reads import Reads
 from coordinator.usecases.snapshots_on_storage import find_earliest_snapshot_id
+from coordinator.usecases.table_events import maintenance_event
 from coordinator.usecases.table_files import TableFiles
 from coordinator.usecases.table_hold import Hold, TableHolds
 from coordinator.usecases.tables import Table, Tables
@@ -92,9 +94,13 @@ class TableActions:
     def recorded(
         self, hold: Hold, table: Table, *, actor: str, action: str, details: dict[str, object]
     ) -> Iterator[Connection]:
-        """The action's fenced transaction, with its row in the table's history; counted once written."""
+        """The action's fenced transaction, with its row in the table's history and its event in the
+        outbox (usecases/table_events.py); counted once written."""
         with hold.fenced() as conn:
             hold.record(conn, table.id, actor=actor, action=action, details=details)
+            event = maintenance_event(table, action, actor, details, self.clock.now())
+            if event is not None:
+                insert_events(conn, [event])
             yield conn
         self.metrics.maintenance.labels(action).inc()
 

@@ -1,0 +1,130 @@
+"""The commit event feed: GET /events (a page, or a long poll with `wait`) and GET /events/stream
+(server-sent events, resuming from Last-Event-ID). Both read what the outbox holds (usecases/event_feed.py)
+and show a token limited by a grant only its tables' events, as the other listings do."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+import anyio
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from coordinator.access.tokens import Principal
+from coordinator.api.auth import Caller, listing_scope, reader, refusal
+from coordinator.api.deps import ServicesDep
+from coordinator.api.errors import AUTH_ERRORS, responses
+from coordinator.api.params import (
+    DEFAULT_PAGE,
+    DatabaseFilter,
+    EventCursor,
+    EventWait,
+    LastEventId,
+    PageLimit,
+    TableFilter,
+)
+from coordinator.db.repositories.events import EventFilter
+from coordinator.errors import CursorExpired
+from coordinator.services import Services
+from coordinator.usecases.tables import split_table_id
+from coordinator_client.models import EventKind, EventsResponse
+
+router = APIRouter(
+    tags=["events"], dependencies=[Depends(reader)], responses={**AUTH_ERRORS, **responses(CursorExpired)}
+)
+
+KindFilter = Annotated[EventKind | None, Query(description="only events of this kind")]
+
+KEEPALIVE_SECONDS = 15.0
+"""A stream without events sends a comment this often, so proxies and clients see it alive."""
+STREAM_PAGE = 100
+
+
+def _wanted(
+    request: Request, caller: Principal, table: str | None, database: str | None, kind: str | None
+) -> EventFilter:
+    """The filter of the caller's request, cut to its grant (403 for a table or database outside)."""
+    if table is not None and not caller.may_read(*split_table_id(table)):
+        raise refusal(caller, request.method, table)
+    return EventFilter(table, database, kind, listing_scope(caller, database))
+
+
+@router.get("/events")
+async def events(
+    request: Request,
+    services: ServicesDep,
+    caller: Caller,
+    after: EventCursor = None,
+    table: TableFilter = None,
+    database: DatabaseFilter = None,
+    kind: KindFilter = None,
+    limit: PageLimit = DEFAULT_PAGE,
+    wait: EventWait = 0,
+) -> EventsResponse:
+    """Every change to a table, in the order the changes committed: commits, transactions, rollbacks,
+    tags, expirations, schema changes, tables created and dropped. Resume with `after` = the last
+    event's cursor (or `nextCursor`): every event comes once. With `wait`, an empty answer waits up to
+    that many seconds for the first event after the cursor. 410 CURSOR_EXPIRED when retention deleted
+    events after the cursor, naming the oldest kept (`oldestCursor`)."""
+    wanted = _wanted(request, caller, table, database, kind)
+    deadline = time.monotonic() + wait
+    while True:
+        page = await run_in_threadpool(services.events.read, after, wanted, limit)
+        left = deadline - time.monotonic()
+        if page.events or left <= 0 or await request.is_disconnected():
+            return page
+        after = page.next_cursor
+        await anyio.sleep(min(services.settings.events_poll_seconds, left))
+
+
+@router.get(
+    "/events/stream",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "one SSE message per event"}},
+)
+async def event_stream(
+    request: Request,
+    services: ServicesDep,
+    caller: Caller,
+    last_event_id: LastEventId = None,
+    after: EventCursor = None,
+    table: TableFilter = None,
+    database: DatabaseFilter = None,
+    kind: KindFilter = None,
+) -> StreamingResponse:
+    """The feed as server-sent events: `id` the cursor, `event` the kind, `data` the event as JSON. A
+    reconnecting EventSource sends Last-Event-ID and resumes after it (it wins over `after`)."""
+    wanted = _wanted(request, caller, table, database, kind)
+    start = last_event_id if last_event_id is not None else after
+    # The first page before the answer begins, so an expired cursor is a 410, not a cut stream.
+    first = await run_in_threadpool(services.events.read, start, wanted, STREAM_PAGE)
+    return StreamingResponse(
+        _messages(request, services, wanted, first),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+async def _messages(
+    request: Request, services: Services, wanted: EventFilter, page: EventsResponse
+) -> AsyncIterator[str]:
+    quiet_since = time.monotonic()
+    while True:
+        for event in page.events:
+            yield f"id: {event.cursor}\nevent: {event.kind}\ndata: {event.model_dump_json(by_alias=True)}\n\n"
+        if page.events:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= KEEPALIVE_SECONDS:
+            yield ": keepalive\n\n"
+            quiet_since = time.monotonic()
+        if await request.is_disconnected():
+            return
+        if not page.events:
+            await anyio.sleep(services.settings.events_poll_seconds)
+        try:
+            page = await run_in_threadpool(services.events.read, page.next_cursor, wanted, STREAM_PAGE)
+        except CursorExpired:
+            return  # retention overtook a slow reader: the reconnect gets the 410
