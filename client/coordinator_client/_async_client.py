@@ -9,10 +9,11 @@ from typing import Any, TypeVar, cast
 import anyio
 import httpx
 
+from coordinator_client._events import Follower, events_page, long_poll_wait
 from coordinator_client._flows import Api
 from coordinator_client._scan import AsyncScanPlanStream, ScanScope
 from coordinator_client._steps import Flow, Pause, build_request, request_headers
-from coordinator_client.errors import TransportError
+from coordinator_client.errors import CoordinatorClientError, TransportError
 from coordinator_client.models import (
     AuditListResponse,
     CleanOrphansResponse,
@@ -25,6 +26,8 @@ from coordinator_client.models import (
     ConsumerModel,
     CreateTableRequest,
     DeleteTagResponse,
+    EventModel,
+    EventsResponse,
     ExpireResponse,
     FileListResponse,
     HealthResponse,
@@ -261,6 +264,41 @@ class AsyncCoordinatorClient:
 
     async def recent_commits(self, limit: int = 100, table_id: str | None = None) -> CommitsOverviewResponse:
         return await self._run(self._api.recent_commits(limit, table_id))
+
+    async def events_page(
+        self,
+        after: int | None = None,
+        *,
+        table: str | None = None,
+        database: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        wait: float = 0.0,
+    ) -> EventsResponse:
+        page = events_page(
+            self._api, after, table=table, database=database, kind=kind, limit=limit, wait=wait
+        )
+        return await self._run(page)
+
+    async def events(
+        self,
+        after: int | None = None,
+        *,
+        table: str | None = None,
+        database: str | None = None,
+        kind: str | None = None,
+        wait: float = 30.0,
+    ) -> AsyncIterator[EventModel]:
+        """As CoordinatorClient.events: every change after `after`, for ever, resumed after failures."""
+        follower = Follower(after, table, database, kind, long_poll_wait(wait, self._http.timeout.read))
+        while True:
+            try:
+                page = await self._run(follower.page(self._api))
+            except CoordinatorClientError as error:
+                await anyio.sleep(follower.retry_delay(error))
+                continue
+            for event in follower.take(page):
+                yield event
 
     async def audit(self, limit: int = 100) -> AuditListResponse:
         return await self._run(self._api.audit(limit))

@@ -1,5 +1,5 @@
 """The `coordinator-client` command (also `python -m coordinator_client`): table maintenance, lock
-operations and multi-table transactions from a shell.
+operations, multi-table transactions and the commit event feed from a shell.
 
 Each subcommand is one CoordinatorClient call; its answer is printed as the API's JSON (camelCase), so the
 output pipes into jq like a curl of the endpoint would. A refused or failed call prints the error on
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from coordinator_client.client import CoordinatorClient
 from coordinator_client.errors import ApiError, CoordinatorClientError
+from coordinator_client.models import EVENT_KINDS
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -122,6 +123,17 @@ def _locks_list(client: CoordinatorClient, args: argparse.Namespace) -> BaseMode
 
 def _locks_release(client: CoordinatorClient, args: argparse.Namespace) -> BaseModel:
     return client.release_lock(args.lock_id)
+
+
+def _events(client: CoordinatorClient, args: argparse.Namespace) -> BaseModel | None:
+    """A page of the feed; with --follow, every event as one JSON line as it comes, until interrupted."""
+    wanted: dict[str, Any] = {"table": args.table, "database": args.database, "kind": args.kind}
+    if not args.follow:
+        return client.events_page(args.after, limit=args.limit, **wanted)
+    for event in client.events(args.after, **wanted):
+        sys.stdout.write(event.model_dump_json(by_alias=True) + "\n")
+        sys.stdout.flush()
+    return None
 
 
 # ---------------------------------------------------------------- the parser
@@ -233,7 +245,22 @@ def parser() -> argparse.ArgumentParser:
     )
     clean.add_argument("--dry-run", action="store_true", help="only list the files")
     _locks(commands)
+    _events_command(commands)
     return top
+
+
+def _events_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    summary = "the commit event feed: every change to a table, in commit order (GET /events)"
+    events = commands.add_parser("events", help=summary, description=summary)
+    events.add_argument("--after", type=int, help="the last cursor seen (default: from the oldest kept)")
+    events.add_argument("--table", help="only this table (database.name)")
+    events.add_argument("--database", help="only this database")
+    events.add_argument("--kind", choices=EVENT_KINDS, help="only this kind")
+    events.add_argument("--limit", type=int, default=100, help="events of one page (without --follow)")
+    events.add_argument(
+        "--follow", action="store_true", help="print each event as a JSON line as it happens, until Ctrl-C"
+    )
+    events.set_defaults(run=_events)
 
 
 # ---------------------------------------------------------------- main
@@ -254,6 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CoordinatorClientError, ValidationError) as error:
         print(f"coordinator-client: {_describe(error)}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # how `events --follow` ends
+        return 0
     if answer is not None:
         sys.stdout.write(answer.model_dump_json(by_alias=True, indent=2) + "\n")
     return 0

@@ -16,10 +16,11 @@ from typing import Any, TypeVar, cast
 import httpx
 
 from coordinator_client._async_client import AsyncCoordinatorClient
+from coordinator_client._events import Follower, events_page, long_poll_wait
 from coordinator_client._flows import Api
 from coordinator_client._scan import ScanPlanStream, ScanScope
 from coordinator_client._steps import Flow, Pause, build_request, request_headers
-from coordinator_client.errors import TransportError
+from coordinator_client.errors import CoordinatorClientError, TransportError
 from coordinator_client.models import (
     AuditListResponse,
     CleanOrphansResponse,
@@ -32,6 +33,8 @@ from coordinator_client.models import (
     ConsumerModel,
     CreateTableRequest,
     DeleteTagResponse,
+    EventModel,
+    EventsResponse,
     ExpireResponse,
     FileListResponse,
     HealthResponse,
@@ -350,6 +353,44 @@ class CoordinatorClient:
     def recent_commits(self, limit: int = 100, table_id: str | None = None) -> CommitsOverviewResponse:
         """Commits in flight (with their phase) and the latest recorded ones, of all tables or one."""
         return self._run(self._api.recent_commits(limit, table_id))
+
+    def events_page(
+        self,
+        after: int | None = None,
+        *,
+        table: str | None = None,
+        database: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        wait: float = 0.0,
+    ) -> EventsResponse:
+        """One page of the commit event feed after the cursor `after` (None: from the oldest kept)."""
+        page = events_page(
+            self._api, after, table=table, database=database, kind=kind, limit=limit, wait=wait
+        )
+        return self._run(page)
+
+    def events(
+        self,
+        after: int | None = None,
+        *,
+        table: str | None = None,
+        database: str | None = None,
+        kind: str | None = None,
+        wait: float = 30.0,
+    ) -> Iterator[EventModel]:
+        """Every change to a table after the cursor `after` (None: from the oldest kept), in commit
+        order, for ever: long polls, resumed from the last event handed out after a lost connection, a
+        503 or a 5xx (coordinator_client._events). Raises ApiError 410 CURSOR_EXPIRED when `after` is
+        older than the feed's retention."""
+        follower = Follower(after, table, database, kind, long_poll_wait(wait, self.timeout))
+        while True:
+            try:
+                page = self._run(follower.page(self._api))
+            except CoordinatorClientError as error:
+                time.sleep(follower.retry_delay(error))
+                continue
+            yield from follower.take(page)
 
     def audit(self, limit: int = 100) -> AuditListResponse:
         """Forced lock releases and token changes, newest first."""
