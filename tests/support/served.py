@@ -116,12 +116,14 @@ class ServedCoordinator:
         advertise: bool = False,
         stop_at: tuple[str, int, Path] | None = None,
         env: Mapping[str, str] | None = None,
+        port: int | None = None,
     ) -> None:
         """`advertise`: the replica announces its URL, so other replicas forward commits to it.
         `stop_at`: ("module:Class.method" or "module:function", n, marker) makes the process stop at
         the nth call of it, touching `marker` (the code under test is not changed). `env`: variables
-        set in its environment besides the database and the warehouse (COORDINATOR_* settings)."""
-        self.port = free_port()
+        set in its environment besides the database and the warehouse (COORDINATOR_* settings). `port`:
+        the port of a replica killed before, so its clients find it again (default: a free one)."""
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
         self._sink = log.open("wb")
