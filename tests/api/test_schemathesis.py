@@ -32,6 +32,7 @@ SEED = 28
 MAX_EXAMPLES = 12
 """Per operation and phase; with the coverage phase's boundary cases, about six thousand calls."""
 TABLE = pk_table_request()
+ENDLESS = "/events/stream"
 PHASES = {"examples": "skip", "coverage": "success", "fuzzing": "success", "stateful": "success"}
 """The document has no examples to replay; the other phases run."""
 CONFIG = """
@@ -80,6 +81,10 @@ def test_no_request_is_a_5xx_and_no_refused_one_changes_anything(
                 str(config),
                 "run",
                 f"{server.url}/openapi.json",
+                # Server-sent events never end by design, and a call reads its answer to the end:
+                # tests/events/test_follow.py drives the stream instead.
+                "--exclude-path",
+                ENDLESS,
                 "--checks",
                 "no_server_error,refused_requests_change_nothing",
                 "--max-examples",
@@ -115,7 +120,8 @@ def test_no_request_is_a_5xx_and_no_refused_one_changes_anything(
     summary = json.loads(report.read_text())
     print(f"schemathesis: {seconds:.0f} s, {summary['operations']}, {summary['test_cases']}")
     # The whole document was driven, in every phase, and found nothing.
-    assert summary["operations"]["selected"] == summary["operations"]["total"] >= 50, summary["operations"]
+    operations = summary["operations"]
+    assert operations["selected"] == operations["total"] - 1 >= 50, operations  # all but ENDLESS
     assert {name: p["status"] for name, p in summary["phases"].items()} == PHASES, summary["phases"]
     assert summary["test_cases"]["generated"] >= 2000, summary["test_cases"]
     assert (summary["failures"], summary["errors"]) == ([], []), summary
