@@ -90,10 +90,10 @@ def bad_values(annotation: Any, name: str) -> st.SearchStrategy[str]:
         return with_control | too_long
     if kind is float:
         # Durations (GET /events?wait=): none is negative, NaN, infinite or anywhere near a million seconds.
-        negative = st.floats(max_value=-1e-9)
-        huge = st.floats(min_value=1e6)
+        below = st.floats(max_value=-1e-9)
+        above = st.floats(min_value=1e6)
         words = st.sampled_from(["nan", "NaN", "inf", "-inf", "soon", "1e400", ""])
-        return (negative | huge).map(repr) | words
+        return (below | above).map(repr) | words
     pytest.fail(f"no bad values known for parameter {name}: {annotation}; extend bad_values")
 
 

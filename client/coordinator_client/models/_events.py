@@ -18,9 +18,10 @@ EventKind = Literal[
     "schema-change",
     "table-create",
     "table-drop",
+    "partition-mark",
 ]
 """What changed: a commit (or one table's part of a transaction), a maintenance action that changes
-snapshots, tags or the schema, or a table created or dropped."""
+snapshots, tags or the schema, a table created or dropped, or partitions marked done."""
 
 EVENT_KINDS: tuple[str, ...] = get_args(EventKind)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from coordinator_client.models._base import REF_NAME_PATTERN, SnapshotId, Text, _Model, _Request
@@ -90,3 +92,15 @@ class CleanOrphansRequest(_Request):
 class CleanOrphansResponse(_Model):
     dry_run: bool
     files: list[str] = Field(description="paths relative to the table folder, deleted (or, dry, to delete)")
+
+
+class MarkPartitionsRequest(_Request):
+    """Paimon's partition mark-done: whole partitions (every partition key) a writer finished."""
+
+    partitions: list[dict[str, Any]] = Field(
+        min_length=1, max_length=1000, description='e.g. [{"dt": "2024-01-01"}], values typed by the schema'
+    )
+
+
+class MarkPartitionsResponse(_Model):
+    partitions: list[dict[str, Any]] = Field(description="the partitions marked done, as recorded")

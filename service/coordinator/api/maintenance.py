@@ -1,9 +1,10 @@
 """Maintenance: schema evolution (ALTER TABLE) and table options, snapshot expiration, tags, consumers,
-rollback and orphan cleanup.
+rollback, orphan cleanup and partition mark-done.
 
-Admins only, but for consumers: a streaming job that reads the table moves its own consumer, so a writer
-token granted the table may too. Who asked (the token's name) is recorded in the history. Listing tags
-and consumers is a read: whoever may read the table.
+Admins only, but for consumers and partition marks: a streaming job that reads the table moves its own
+consumer, and one that writes it marks its partitions done, so a writer token granted the table may too.
+Who asked (the token's name) is recorded in the history. Listing tags and consumers is a read: whoever
+may read the table.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from coordinator_client.models import (
     CreateTagRequest,
     DeleteTagResponse,
     ExpireResponse,
+    MarkPartitionsRequest,
+    MarkPartitionsResponse,
     RollbackRequest,
     RollbackResponse,
     SetConsumerRequest,
@@ -79,6 +82,22 @@ async def expire(
 ) -> ExpireResponse:
     """Expire snapshots as the table's retention options allow, in batches of snapshot.expire.limit."""
     return await threads.run(services.maintenance.expire, table_id, actor=caller.name)
+
+
+@router.post("/partitions/mark", responses={**_LOCKED, **responses(InvalidRequest)})
+async def mark_partitions_done(
+    table_id: TableId,
+    body: MarkPartitionsRequest,
+    services: ServicesDep,
+    threads: LockThreadsDep,
+    caller: TableWriter,
+) -> MarkPartitionsResponse:
+    """Mark whole partitions done (Paimon's partition mark-done), as the writer that finished them does:
+    recorded in the history and announced on the event feed as a `partition-mark` event."""
+    marked = await threads.run(
+        services.maintenance.mark_partitions_done, table_id, body.partitions, actor=caller.name
+    )
+    return MarkPartitionsResponse(partitions=marked)
 
 
 @router.get("/tags", responses=responses(TableNotFound))

@@ -17,6 +17,7 @@ MAINTENANCE_KINDS = {
     "delete-tag": "tag-delete",
     "alter-table": "schema-change",
     "set-options": "schema-change",
+    "mark-partitions-done": "partition-mark",
 }
 """The maintenance actions that change what readers of the table see, and the kind of their event.
 Consumer changes and orphan cleanup change neither snapshots nor tags: they have no event."""
@@ -38,8 +39,14 @@ def maintenance_event(
         now,
         snapshot_ids=_snapshot_ids(action, details),
         commit_user=actor,
+        partitions=[_marked(p) for p in details.get("partitions", [])] if kind == "partition-mark" else [],
         details=details,
     )
+
+
+def _marked(partition: dict[str, Any]) -> dict[str, Any]:
+    """A marked partition in the event's partitions: a mark adds and removes nothing."""
+    return {"partition": partition, "addedFiles": 0, "removedFiles": 0, "addedRows": 0, "removedRows": 0}
 
 
 def _snapshot_ids(action: str, details: dict[str, Any]) -> list[int]:

@@ -3,7 +3,8 @@
 Paimon's engines configured with `metastore=rest` (pypaimon, pypaimon-rust, Spark and Flink with
 Paimon's connector) create databases and tables here, load snapshots and POST their finished snapshots
 to `.../commit`, which the coordinator publishes under the table's lock. Modules: `config`,
-`databases`, `tables`, `snapshots` (and rollback), `tags`, `commits`, `data_tokens`, and `fallback` (501
+`databases`, `tables`, `snapshots` (and rollback), `tags`, `commits`, `data_tokens`, `partitions` (mark
+done), and `fallback` (501
 for the rest of the protocol); `errors` renders Paimon's ErrorResponse, `params` checks path names.
 """
 
@@ -18,6 +19,7 @@ from coordinator.api.rest_catalog import (
     data_tokens,
     databases,
     fallback,
+    partitions,
     snapshots,
     tables,
     tags,
@@ -44,6 +46,7 @@ for served in (
     tags.router,
     commits.router,
     data_tokens.router,
+    partitions.router,
 ):
     router.include_router(served, dependencies=[Depends(known_prefix)], responses=responses(CatalogNotFound))
 router.include_router(fallback.router)

@@ -192,3 +192,9 @@ class GetTagResponse(_Body):
 class ListTagsResponse(_Body):
     tags: list[str]
     next_page_token: str | None = None
+
+
+class MarkDonePartitionsRequest(_Body):
+    """markDonePartitions: the partition specs (column name to partition value text) a writer finished."""
+
+    specs: list[dict[str, str]] = Field(min_length=1, max_length=1000)

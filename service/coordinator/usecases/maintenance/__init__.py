@@ -1,5 +1,6 @@
 """Table maintenance under the table lock, one module per use case: schema evolution (ALTER TABLE, table
-options), expiration, tags, rollback, consumers and orphan cleanup, each recorded in the table's history.
+options), expiration, tags, rollback, consumers, orphan cleanup and partition mark-done, each recorded in
+the table's history.
 
 Every action holds its table through `TableHolds` (as commits do) and writes its database change and its
 history row in one fenced transaction (`table_actions`); the files it may delete are what only the
@@ -19,6 +20,7 @@ from coordinator.storage.fileio import FileIO
 from coordinator.usecases.maintenance.consumers import Consumers
 from coordinator.usecases.maintenance.expiration import Expiration
 from coordinator.usecases.maintenance.orphans import Orphans
+from coordinator.usecases.maintenance.partition_marks import PartitionMarks
 from coordinator.usecases.maintenance.rollback import Rollback
 from coordinator.usecases.maintenance.schema_evolution import SchemaEvolution
 from coordinator.usecases.maintenance.table_actions import TableActions
@@ -53,6 +55,7 @@ class Maintenance:
         self.rollbacks = Rollback(actions, states, self.expiration)
         self.consumers = Consumers(actions)
         self.orphans = Orphans(actions, in_flight)
+        self.partition_marks = PartitionMarks(actions)
 
         self.alter_table = self.schemas.alter_table
         self.set_options = self.schemas.set_options
@@ -66,6 +69,7 @@ class Maintenance:
         self.list_consumers = self.consumers.list_consumers
         self.delete_consumer = self.consumers.delete_consumer
         self.clean_orphans = self.orphans.clean_orphans
+        self.mark_partitions_done = self.partition_marks.mark_done
 
     def close(self) -> None:
         """Wait for expiration running on the background thread."""
