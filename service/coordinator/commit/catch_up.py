@@ -17,12 +17,14 @@ from sqlalchemy import Connection, Engine
 
 from coordinator.commit.live_index import LiveIndex
 from coordinator.commit.member import Member
+from coordinator.commit.outbox import outside_event
 from coordinator.commit.publish import Publication, SnapshotTaken
 from coordinator.commit.reapplication import reapplication
 from coordinator.commit.table_state import SnapshotLoader, TableState, TableStates
 from coordinator.db import repositories as repo
 from coordinator.db.engine import read_only
 from coordinator.db.repositories import live_files as index
+from coordinator.db.repositories.events import insert_events
 from coordinator.domain.committable import ResolvedCommittable
 from coordinator.errors import TableNotFound
 from coordinator.observability.metrics import Metrics
@@ -150,6 +152,7 @@ class CatchUp:
                 raise RuntimeError(f"the head of {table.id} moved while its lock was held")
             repo.delete_snapshots(conn, table.id, above=latest - 1)
             repo.insert_snapshots(conn, table.id, [theirs.row(published=True)])
+            insert_events(conn, [outside_event(table, theirs.snapshot, time.time(), replacing=True)])
             index.reset_index(conn, table.id)
             acknowledged = repo.mark_overwritten(
                 conn, table.id, [(ours.commit_user, ours.commit_identifier, ours.id)]
@@ -213,6 +216,7 @@ class CatchUp:
                 ):
                     break
                 repo.insert_snapshots(conn, table.id, [adopted.row(published=True)])
+                insert_events(conn, [outside_event(table, snapshot, time.time())])
             log.info("adopted snapshot %d of %s written outside the coordinator", adopted.id, table.id)
             latest = adopted.id
         return latest

@@ -5,12 +5,14 @@ more CTE of the one-statement commit point) and no more work under the database'
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from coordinator.commit.member import Committed, TableDecisions
 from coordinator.db.repositories.events import NewEvent
 from coordinator.usecases.tables import Table
 from paimon_format.manifest import FileKind, ManifestEntry
+from paimon_format.snapshot import Snapshot
 
 
 def commit_events(decided: TableDecisions, now: float) -> list[NewEvent]:
@@ -59,3 +61,30 @@ def partitions_touched(table: Table, entries: Iterable[ManifestEntry]) -> list[d
         }
         for partition, c in counts.items()
     ]
+
+
+def outside_event(table: Table, snapshot: Snapshot, now: float, *, replacing: bool = False) -> NewEvent:
+    """A snapshot a writer outside the coordinator committed on storage, adopted at a catch-up (or, with
+    `replacing`, recorded in place of one of ours it overwrote). Its delta is not read for this, so the
+    event names no partitions."""
+    details: dict[str, Any] = {"commitKinds": [snapshot.commit_kind], "outside": True}
+    if replacing:
+        details["replaced"] = snapshot.id
+    return NewEvent(
+        table.id,
+        table.database,
+        table.name,
+        table.uuid,
+        "commit",
+        now,
+        snapshot_ids=[snapshot.id],
+        commit_user=snapshot.commit_user,
+        commit_identifier=snapshot.commit_identifier,
+        details=details,
+    )
+
+
+def reapplied(events: Iterable[NewEvent]) -> list[NewEvent]:
+    """Events of acknowledged commits an outside writer overwrote, applied again on top: the same commit
+    (its first event stands) with new snapshots."""
+    return [replace(e, details={**(e.details or {}), "reapplied": True}) for e in events]

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.exc import IntegrityError
 
+from coordinator.commit import outbox
 from coordinator.commit.answers import conflict_model
 from coordinator.commit.collaborators import Collaborators
 from coordinator.commit.commit_point import (
@@ -231,6 +232,7 @@ class TryCommit:
             decisions.append(steps.decider.decide(table, state, member, decisions, extends=None))
         change = table_change(reapplied, steps.clock.now())
         if change is not None:
+            change.events = outbox.reapplied(change.events)
             commit_point(hold, [change])
             state.manifests.keep_written()
             steps.publication.publish_group(reapplied, change.snapshots)
