@@ -11,6 +11,7 @@ from typing import Annotated
 import anyio
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.concurrency import run_in_threadpool
 
 from coordinator.access.tokens import Principal
@@ -27,7 +28,7 @@ from coordinator.api.params import (
     TableFilter,
 )
 from coordinator.db.repositories.events import EventFilter
-from coordinator.errors import CursorExpired
+from coordinator.errors import CoordinatorError, CursorExpired
 from coordinator.services import Services
 from coordinator.usecases.tables import split_table_id
 from coordinator_client.models import EventKind, EventsResponse
@@ -126,5 +127,7 @@ async def _messages(
             await anyio.sleep(services.settings.events_poll_seconds)
         try:
             page = await run_in_threadpool(services.events.read, page.next_cursor, wanted, STREAM_PAGE)
-        except CursorExpired:
-            return  # retention overtook a slow reader: the reconnect gets the 410
+        except (CoordinatorError, SQLAlchemyError):
+            # Retention overtook a slow reader, or the database went away: the stream ends, and the
+            # client's reconnect (from Last-Event-ID) gets the 410 or the 503.
+            return
