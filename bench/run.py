@@ -6,6 +6,7 @@ usage: python bench/run.py [--quick] [--databases sqlite,postgres]
        python bench/run.py --spark [--rows 5000000] [--repeats 5]
        python bench/run.py --transactions [--pairs 200] [--databases sqlite,postgres]
        python bench/run.py --streaming [--databases postgres,sqlite] [--commits 3000] [--baseline REV]
+       python bench/run.py --events [--databases postgres,sqlite] [--commits 400] [--baseline REV]
 
 Prints one table per database (metric | coordinator | pypaimon | ratio | target) and writes every raw
 number to bench/results/<timestamp>.json. With `--s3`, instead, the S3 benchmark of bench/s3_commits.py
@@ -15,7 +16,9 @@ only the Spark benchmark of the paimon-coordinator data source (bench/spark_data
 and reads beside plain Spark's). With `--transactions`, a 2-table transaction beside the same two
 commits made in turn (bench/transactions.py). With `--streaming`, many streaming jobs committing at once
 (one table, 100 and 1,000 tables) on this work tree beside a baseline revision, with the floor of a commit
-(bench/streaming_load.py). What is measured and how to read it: bench/README.md.
+(bench/streaming_load.py). With `--events`, the commit event feed: acknowledgement to consumer, and the
+1-file commit with and without the outbox (bench/event_feed.py). What is measured and how to read it:
+bench/README.md.
 """
 
 from __future__ import annotations
@@ -44,6 +47,10 @@ def main() -> int:
         from bench.streaming_load import main as run_streaming
 
         return run_streaming([a for a in argv if a != "--streaming"])
+    if "--events" in argv:
+        from bench.event_feed import main as run_events
+
+        return run_events([a for a in argv if a != "--events"])
     if "--transactions" in argv:
         from bench.transactions import main as run_transactions
 
