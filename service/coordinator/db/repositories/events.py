@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import Connection, Row, delete, func, insert, select, text, update
 
@@ -60,6 +60,9 @@ INSERT_EVENTS = f"""INSERT INTO events ({", ".join(EVENT_COLUMNS)})
 The lock's one-row subquery is joined to every row, so no row (and no id) exists before it is held.
 `{rows}` names the parameter; the one-statement commit point appends its own WHERE."""
 
+_INSERT_STATEMENT: Final = text(INSERT_EVENTS.format(rows="events"))
+"""Made once: SQLAlchemy keys its compiled-statement cache on the statement object."""
+
 
 @dataclass(frozen=True)
 class NewEvent:
@@ -88,7 +91,7 @@ def insert_events(conn: Connection, events: Sequence[NewEvent]) -> None:
     if not events:
         return
     if conn.dialect.name == "postgresql":
-        conn.execute(text(INSERT_EVENTS.format(rows="events")), {"events": events_json(events)})
+        conn.execute(_INSERT_STATEMENT, {"events": events_json(events)})
     else:
         conn.execute(insert(EventRow), [asdict(e) for e in events])
 
