@@ -212,3 +212,23 @@ def test_a_long_poll_answers_as_soon_as_an_event_exists(api: TestClient) -> None
     quiet = api.get("/events", params={"after": answer.json()["nextCursor"], "wait": 0.3})
     assert quiet.json()["events"] == []
     assert time.monotonic() - started >= 0.3
+
+
+def test_refused_maintenance_and_table_requests_write_no_event(api: TestClient) -> None:
+    table = a_table(api)
+    assert post_commit(api, table, append_commit(table, [{"dt": "a", "id": 1}])).status_code == 201
+    before = events(api)
+    database, name = table.id.split(".")
+    drop_x = {"changes": [{"action": "dropColumn", "fieldName": "x"}]}
+    again = {"database": database, "name": name, "fields": [{"name": "a", "type": "INT"}]}
+    refused = [
+        api.post(f"/tables/{table.id}/tags", json={"name": "t", "snapshotId": 99}),
+        api.delete(f"/tables/{table.id}/tags/none"),
+        api.post(f"/tables/{table.id}/rollback", json={"snapshotId": 99}),
+        api.post(f"/tables/{table.id}/schema", json=drop_x),
+        api.patch(f"/tables/{table.id}/options", json={"set": {"bucket": "4"}}),
+        api.post("/tables", json=again),
+        api.delete("/tables/ev.nothing_here"),
+    ]
+    assert [r.status_code for r in refused] == [404, 404, 404, 422, 422, 409, 404], [r.text for r in refused]
+    assert events(api) == before
