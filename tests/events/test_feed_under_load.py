@@ -3,7 +3,8 @@ acknowledged changes, each once, per table in snapshot order.
 
 Two `coordinator serve` replicas on one PostgreSQL database; six writer processes commit to a table of
 their own and to one table they all share, every third commit a transaction over both; expirations run
-beside them (after commits, as the tables' retention asks, and asked for). Replica A is stopped dead right
+beside them (after commits, as the tables' retention asks, and asked for), and each writer has one
+commit rejected (a compaction of a file no snapshot holds). Replica A is stopped dead right
 after one of its commit points (in the publish that follows it: the change and its event are recorded,
 its writer not answered) and SIGKILLed there; later replica B is SIGKILLed at an arbitrary moment. Both
 come back on their ports. Writers resend what got no answer to the other replica; the consumer follows
@@ -104,6 +105,7 @@ def test_a_consumer_ends_with_every_acknowledged_change_once_in_snapshot_order(
     b.wait_healthy()
     replicas = [a, b]
     urls = [a.url, b.url]
+    stop_expiring = threading.Event()
     try:
         fields = {"dt": "STRING", "id": "BIGINT"}
         shared = create_table(b.http, "load", "shared", fields, partitionKeys=["dt"], options=RETENTION)
@@ -111,7 +113,6 @@ def test_a_consumer_ends_with_every_acknowledged_change_once_in_snapshot_order(
             create_table(b.http, "load", f"w{w}", fields, partitionKeys=["dt"], options=RETENTION)
             for w in range(WRITERS)
         ]
-        stop_expiring = threading.Event()
         expired: list[int] = []
 
         def expire() -> None:
@@ -126,7 +127,7 @@ def test_a_consumer_ends_with_every_acknowledged_change_once_in_snapshot_order(
                         continue
                     expired.append(answer.status_code)
 
-        expirer = threading.Thread(target=expire)
+        expirer = threading.Thread(target=expire, daemon=True)
         with Consumer(urls) as consumer:
             writers = [
                 event_load_writer.start(urls, w, COMMITS, [own[w].id, shared.id]) for w in range(WRITERS)
@@ -158,12 +159,16 @@ def test_a_consumer_ends_with_every_acknowledged_change_once_in_snapshot_order(
             expirer.join(60)
         seen = consumer.events
     finally:
+        stop_expiring.set()
         for replica in replicas:
             replica.stop()
 
-    answers = [json.loads(line) for out in outputs for line in out.splitlines()]
+    lines = [json.loads(line) for out in outputs for line in out.splitlines()]
+    answers = [line for line in lines if line[4] != "rejected"]
+    refused = {(t, user, i) for t, user, i, _, kind, _ in lines if kind == "rejected"}
     acknowledged = {(t, user, i, tuple(snapshots), kind) for t, user, i, snapshots, kind, _ in answers}
     assert len(acknowledged) == len(answers) == WRITERS * (COMMITS + COMMITS // 3)
+    assert len(refused) == WRITERS
     # The commit that replica A recorded but never answered was answered by B from its record.
     assert any(deduplicated for *_, deduplicated in answers)
     changes = [
@@ -174,6 +179,7 @@ def test_a_consumer_ends_with_every_acknowledged_change_once_in_snapshot_order(
     # Every acknowledged change once, and nothing else (no event of a change that did not stand).
     assert len(changes) == len(set(changes))
     assert set(changes) == acknowledged
+    assert not {(t, user, i) for t, user, i, _, _ in changes} & refused
 
     cursors = [e["cursor"] for e in seen]
     assert cursors == sorted(set(cursors))

@@ -6,7 +6,9 @@ two tables or more every third commit is a transaction over all of them instead.
 replica, and on no answer (a killed replica), a 5xx or a retryable 409 sent again as it was, to the
 other: the service answers a resend from its record, so every commit ends acknowledged exactly once.
 Each acknowledged change is printed as a JSON line [table, user, identifier, snapshots, kind, whether it
-was answered from its record].
+was answered from its record]. Once, it also sends a compaction of a file no snapshot holds, which the
+service rejects (409, recorded in the history as rejected), and prints it as [table, user, identifier,
+[], "rejected", false].
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from tests.support.commits import append_commit, transaction_body
 from tests.support.paimon_files import PaimonTable
 
 GIVE_UP_SECONDS = 180.0
+REJECTED = 1_000_000
+"""The identifier of each writer's rejected commit."""
 
 
 def send(clients: list[httpx.Client], path: str, body: dict[str, Any], first: int) -> dict[str, Any]:
@@ -69,8 +73,29 @@ def main(urls: list[str], writer: int, commits: int, table_ids: list[str]) -> No
             answer = send(clients, f"/tables/{table.id}/commits", body, writer + i)
             ids = [s["id"] for s in answer["snapshots"]]
             print(json.dumps([table.id, user, i, ids, "commit", answer["deduplicated"]]), flush=True)
+    rejected(clients[writer % len(clients)], tables[0], user)
     for client in clients:
         client.close()
+
+
+def rejected(client: httpx.Client, table: PaimonTable, user: str) -> None:
+    """A compaction of a file on storage that no snapshot ever added: a conflict, never an event."""
+    rows = [{"dt": "gone", "id": -1}]
+    never_added = table.append_file(rows)
+    gone = {k: never_added[k] for k in ("fileName", "fileSize", "rowCount")}
+    message = table.message(rows[0], compactBefore=[gone], compactAfter=[])
+    body = {"commitUser": user, "identifier": REJECTED, "messages": [message]}
+    for _ in range(50):
+        try:
+            answer = client.post(f"/tables/{table.id}/commits", json=body)
+        except httpx.TransportError:
+            time.sleep(0.2)
+            continue
+        if answer.status_code == 409 and not answer.json()["conflict"]["retryable"]:
+            print(json.dumps([table.id, user, REJECTED, [], "rejected", False]), flush=True)
+            return
+        raise SystemExit(f"the rejected compaction: {answer.status_code} {answer.text}")
+    raise SystemExit("the rejected compaction got no answer")
 
 
 def start(urls: list[str], writer: int, commits: int, table_ids: list[str]) -> subprocess.Popen[str]:
