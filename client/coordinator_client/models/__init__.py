@@ -46,6 +46,8 @@ from coordinator_client.models._events import (
     EventKind,
     EventModel,
     EventsResponse,
+    FeedConsumerModel,
+    FeedConsumersResponse,
     PartitionChangeModel,
 )
 from coordinator_client.models._maintenance import (
@@ -169,6 +171,8 @@ __all__ = [
     "EventModel",
     "EventsResponse",
     "ExpireResponse",
+    "FeedConsumerModel",
+    "FeedConsumersResponse",
     "FieldSpec",
     "FileListResponse",
     "HealthResponse",

@@ -67,3 +67,23 @@ class EventsResponse(_Model):
 
     events: list[EventModel]
     next_cursor: int = Field(description="the cursor to ask after next: the last event's, else the one asked")
+
+
+class FeedConsumerModel(_Model):
+    """A named consumer of the feed (GET /events?consumer=<name>) and how far behind it is."""
+
+    name: str
+    cursor: int = Field(description="the last cursor delivered to it")
+    table: str | None = Field(default=None, description="the table filter it reads with")
+    database: str | None = Field(default=None, description="the database filter it reads with")
+    kind: EventKind | None = Field(default=None, description="the kind filter it reads with")
+    lag_events: int = Field(description="events after its cursor that its filter matches")
+    lag_seconds: float = Field(description="age of the oldest of those events; 0 when none waits")
+    last_seen_at: float = Field(description="when it last read, epoch seconds")
+
+
+class FeedConsumersResponse(_Model):
+    """GET /ops/consumers: every named consumer of the feed, by name."""
+
+    consumers: list[FeedConsumerModel]
+    now: float = Field(description="the service's clock, epoch seconds")

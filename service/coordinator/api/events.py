@@ -23,6 +23,7 @@ from coordinator.api.params import (
     DatabaseFilter,
     EventCursor,
     EventWait,
+    FeedConsumerName,
     LastEventId,
     PageLimit,
     TableFilter,
@@ -64,18 +65,22 @@ async def events(
     kind: KindFilter = None,
     limit: PageLimit = DEFAULT_PAGE,
     wait: EventWait = 0,
+    consumer: FeedConsumerName = None,
 ) -> EventsResponse:
     """Every change to a table, in the order the changes committed: commits, transactions, rollbacks,
     tags, expirations, schema changes, tables created and dropped. Resume with `after` = the last
     event's cursor (or `nextCursor`): every event comes once. With `wait`, an empty answer waits up to
     that many seconds for the first event after the cursor. 410 CURSOR_EXPIRED when retention deleted
-    events after the cursor, naming the oldest kept (`oldestCursor`)."""
+    events after the cursor, naming the oldest kept (`oldestCursor`). With `consumer`, the service
+    records the cursor it answered through under that name (GET /ops/consumers)."""
     wanted = _wanted(request, caller, table, database, kind)
     deadline = time.monotonic() + wait
     while True:
         page = await run_in_threadpool(services.events.read, after, wanted, limit)
         left = deadline - time.monotonic()
         if page.events or left <= 0 or await request.is_disconnected():
+            if consumer is not None:
+                await run_in_threadpool(services.events.delivered, consumer, page.next_cursor, wanted)
             return page
         after = page.next_cursor
         await anyio.sleep(min(services.settings.events_poll_seconds, left))
@@ -95,32 +100,45 @@ async def event_stream(
     table: TableFilter = None,
     database: DatabaseFilter = None,
     kind: KindFilter = None,
+    consumer: FeedConsumerName = None,
 ) -> StreamingResponse:
     """The feed as server-sent events: `id` the cursor, `event` the kind, `data` the event as JSON. A
-    reconnecting EventSource sends Last-Event-ID and resumes after it (it wins over `after`)."""
+    reconnecting EventSource sends Last-Event-ID and resumes after it (it wins over `after`). With
+    `consumer`, the service records under that name the cursor each message carried (and, on a quiet
+    stream, that the consumer is still there at each keepalive)."""
     wanted = _wanted(request, caller, table, database, kind)
     start = last_event_id if last_event_id is not None else after
     # The first page before the answer begins, so an expired cursor is a 410, not a cut stream.
     first = await run_in_threadpool(services.events.read, start, wanted, STREAM_PAGE)
+    if consumer is not None and not first.events:
+        # A consumer that opens a stream and has nothing to catch up on is seen now, not at the next event.
+        await run_in_threadpool(services.events.delivered, consumer, first.next_cursor, wanted)
     return StreamingResponse(
-        _messages(request, services, wanted, first),
+        _messages(request, services, wanted, first, consumer),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
 
 
 async def _messages(
-    request: Request, services: Services, wanted: EventFilter, page: EventsResponse
+    request: Request, services: Services, wanted: EventFilter, page: EventsResponse, consumer: str | None
 ) -> AsyncIterator[str]:
     quiet_since = time.monotonic()
     while True:
         for event in page.events:
             yield f"id: {event.cursor}\nevent: {event.kind}\ndata: {event.model_dump_json(by_alias=True)}\n\n"
+        seen = bool(page.events)
         if page.events:
             quiet_since = time.monotonic()
         elif time.monotonic() - quiet_since >= KEEPALIVE_SECONDS:
             yield ": keepalive\n\n"
             quiet_since = time.monotonic()
+            seen = True
+        if consumer is not None and seen:
+            try:
+                await run_in_threadpool(services.events.delivered, consumer, page.next_cursor, wanted)
+            except SQLAlchemyError:
+                return  # the database went away: as below, the client reconnects and is told
         if await request.is_disconnected():
             return
         if not page.events:

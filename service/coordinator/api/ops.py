@@ -27,6 +27,7 @@ from coordinator.usecases.tables import split_table_id
 from coordinator_client.models import (
     AuditListResponse,
     CommitsOverviewResponse,
+    FeedConsumersResponse,
     HealthResponse,
     LockListResponse,
     ReleaseLockResponse,
@@ -127,6 +128,14 @@ def commits(
     if table is not None and not caller.may_read(*split_table_id(table)):
         raise refusal(caller, request.method, table)
     return services.operations.commits(limit=limit, table_id=table, scope=caller.scope)
+
+
+@router.get("/ops/consumers", dependencies=[Depends(everything_reader)], responses=AUTH_ERRORS)
+def feed_consumers(services: ServicesDep) -> FeedConsumersResponse:
+    """Every named consumer of the event feed (GET /events?consumer=<name>): the last cursor it was
+    delivered, how many events its filter matches after it and how old the oldest is, when it last read.
+    Admins and readers without a grant only: the lags count events of every table."""
+    return services.events.consumers()
 
 
 @router.get("/audit", responses=AUTH_ERRORS)

@@ -114,3 +114,11 @@ LastEventId = Annotated[
         description="the cursor of the last event received: what a reconnecting EventSource sends",
     ),
 ]
+FeedConsumerName = Annotated[
+    str | None,
+    Query(
+        pattern=NAME_PATTERN,
+        description="a name for this consumer: the service records the last cursor it delivered to it "
+        "(GET /ops/consumers shows its lag)",
+    ),
+]

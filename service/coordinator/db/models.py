@@ -303,3 +303,17 @@ class EventRetentionRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     pruned_through: Mapped[int] = mapped_column(BigInteger)
+
+
+class EventConsumerRow(Base):
+    """A named consumer of the feed (GET /events?consumer=name): the last cursor delivered to it, the
+    filter it reads with (its lag counts only the events it would be sent) and when it last read."""
+
+    __tablename__ = "event_consumers"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    delivered_through: Mapped[int] = mapped_column(BigInteger)
+    table_id: Mapped[str | None] = mapped_column(String(257), nullable=True)
+    database: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    kind: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    last_seen_at: Mapped[float] = mapped_column(Float)

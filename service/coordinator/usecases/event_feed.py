@@ -18,7 +18,13 @@ from coordinator.db.engine import read_only
 from coordinator.db.repositories import events as outbox
 from coordinator.db.repositories.events import EventFilter
 from coordinator.errors import CursorExpired
-from coordinator_client.models import EventModel, EventsResponse, PartitionChangeModel
+from coordinator_client.models import (
+    EventModel,
+    EventsResponse,
+    FeedConsumerModel,
+    FeedConsumersResponse,
+    PartitionChangeModel,
+)
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +61,34 @@ class EventFeed:
                 )
         events = [event_model(r) for r in rows]
         return EventsResponse(events=events, next_cursor=events[-1].cursor if events else start)
+
+    def delivered(self, consumer: str, cursor: int, wanted: EventFilter) -> None:
+        """Record that `consumer` was sent the events through `cursor` (GET /events?consumer=), so
+        GET /ops/consumers can show how far behind it is."""
+        with self._engine.begin() as conn:
+            outbox.record_consumer(conn, consumer, cursor, wanted, self._clock.now())
+
+    def consumers(self) -> FeedConsumersResponse:
+        """Every named consumer with its cursor, its lag in events and in seconds, and when it last read."""
+        with read_only(self._engine) as conn:
+            lags = outbox.consumer_lags(conn)
+        now = self._clock.now()
+        return FeedConsumersResponse(
+            now=now,
+            consumers=[
+                FeedConsumerModel(
+                    name=c.name,
+                    cursor=c.delivered_through,
+                    table=c.table_id,
+                    database=c.database,
+                    kind=c.kind,
+                    lag_events=c.lag_events,
+                    lag_seconds=0.0 if c.oldest_pending_at is None else max(0.0, now - c.oldest_pending_at),
+                    last_seen_at=c.last_seen_at,
+                )
+                for c in lags
+            ],
+        )
 
     def prune(self) -> int:
         """Delete the events older than the retention; returns how many went."""

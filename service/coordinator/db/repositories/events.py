@@ -27,8 +27,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 from sqlalchemy import Connection, Row, delete, func, insert, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
 
-from coordinator.db.models import EventRetentionRow, EventRow
+from coordinator.db.models import EventConsumerRow, EventRetentionRow, EventRow
 from coordinator.db.scope import TableScope
 
 _SERIAL_KEY = 0x5043_4345_5645_4E54 >> 1
@@ -106,9 +107,7 @@ class EventFilter:
     scope: TableScope | None = None
 
 
-def events_after(conn: Connection, after: int, wanted: EventFilter, limit: int) -> list[Row[Any]]:
-    """Events with a cursor above `after`, in cursor order, at most `limit`."""
-    query = select(EventRow).where(EventRow.id > after)
+def _filtered(query: Any, wanted: EventFilter) -> Any:
     if wanted.table_id is not None:
         query = query.where(EventRow.table_id == wanted.table_id)
     if wanted.database is not None:
@@ -117,6 +116,12 @@ def events_after(conn: Connection, after: int, wanted: EventFilter, limit: int) 
         query = query.where(EventRow.kind == wanted.kind)
     if wanted.scope is not None:
         query = query.where(wanted.scope.tables(EventRow.database, EventRow.table_name))
+    return query
+
+
+def events_after(conn: Connection, after: int, wanted: EventFilter, limit: int) -> list[Row[Any]]:
+    """Events with a cursor above `after`, in cursor order, at most `limit`."""
+    query = _filtered(select(EventRow).where(EventRow.id > after), wanted)
     return list(conn.execute(query.order_by(EventRow.id).limit(limit)).all())
 
 
@@ -148,3 +153,61 @@ def prune(conn: Connection, older_than: float) -> int:
             .values(pruned_through=through)
         )
     return int(deleted)
+
+
+@dataclass(frozen=True)
+class ConsumerLag:
+    """A named consumer: what it was last delivered, how many events it would be sent after that, and
+    when the oldest of them was recorded (None: none waits)."""
+
+    name: str
+    delivered_through: int
+    table_id: str | None
+    database: str | None
+    kind: str | None
+    last_seen_at: float
+    lag_events: int
+    oldest_pending_at: float | None
+
+
+def _consumer_upsert(dialect: Any) -> Any:
+    statement = dialect.insert(EventConsumerRow)
+    excluded = statement.excluded
+    return statement.on_conflict_do_update(
+        index_elements=[EventConsumerRow.name],
+        set_={c: excluded[c] for c in ("delivered_through", "table_id", "database", "kind", "last_seen_at")},
+    )
+
+
+_CONSUMER_UPSERTS = {"postgresql": _consumer_upsert(postgresql), "sqlite": _consumer_upsert(sqlite)}
+
+
+def record_consumer(conn: Connection, name: str, cursor: int, wanted: EventFilter, at: float) -> None:
+    """Remember that `name` was delivered the events through `cursor`, read with `wanted`'s filter."""
+    conn.execute(
+        _CONSUMER_UPSERTS[conn.dialect.name],
+        {
+            "name": name,
+            "delivered_through": cursor,
+            "table_id": wanted.table_id,
+            "database": wanted.database,
+            "kind": wanted.kind,
+            "last_seen_at": at,
+        },
+    )
+
+
+def consumer_lags(conn: Connection) -> list[ConsumerLag]:
+    """Every named consumer by name, with the events after its cursor that its filter matches."""
+    lags = []
+    for c in conn.execute(select(EventConsumerRow).order_by(EventConsumerRow.name)).all():
+        wanted = EventFilter(c.table_id, c.database, c.kind)
+        query = _filtered(
+            select(func.count(), func.min(EventRow.created_at)).where(EventRow.id > c.delivered_through),
+            wanted,
+        )
+        pending, oldest = conn.execute(query).one()
+        pending_at = None if oldest is None else float(oldest)
+        row = (c.name, c.delivered_through, c.table_id, c.database, c.kind, c.last_seen_at)
+        lags.append(ConsumerLag(*row, int(pending), pending_at))
+    return lags
