@@ -135,3 +135,22 @@ def test_consumers_are_for_admins_and_readers_of_everything(secured: LiveServer)
             answer = get("/ops/consumers", token)
             assert answer.status_code == 200, answer.text
             assert [c["name"] for c in answer.json()["consumers"]] == ["dash_a"]
+
+
+def test_the_head_is_the_newest_cursor_the_filter_matches(api: TestClient) -> None:
+    assert api.get("/events/head").json() == {"cursor": 0}
+    one, two = _table(api), _table(api)
+    _commit(api, one, 1)
+    _commit(api, two, 1)
+    every = api.get("/events", params={"limit": 1000}).json()["events"]
+    assert api.get("/events/head").json() == {"cursor": every[-1]["cursor"]}
+    newest_of_one = [e["cursor"] for e in every if e["tableId"] == one.id][-1]
+    assert newest_of_one < every[-1]["cursor"]
+    assert api.get("/events/head", params={"table": one.id}).json() == {"cursor": newest_of_one}
+    # Asking after the head is asking for what is still to come.
+    head = api.get("/events/head").json()["cursor"]
+    assert api.get("/events", params={"after": head}).json()["events"] == []
+    _commit(api, one, 2)
+    assert [e["kind"] for e in api.get("/events", params={"after": head}).json()["events"]] == ["commit"]
+    answer = api.get("/events/head", params={"kind": "nope"})
+    assert (answer.status_code, answer.json()["field"]) == (422, "kind")

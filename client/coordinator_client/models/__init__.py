@@ -43,6 +43,7 @@ from coordinator_client.models._errors import (
 )
 from coordinator_client.models._events import (
     EVENT_KINDS,
+    EventHeadResponse,
     EventKind,
     EventModel,
     EventsResponse,
@@ -167,6 +168,7 @@ __all__ = [
     "DropColumn",
     "ErrorCode",
     "ErrorResponse",
+    "EventHeadResponse",
     "EventKind",
     "EventModel",
     "EventsResponse",

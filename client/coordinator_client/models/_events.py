@@ -87,3 +87,9 @@ class FeedConsumersResponse(_Model):
 
     consumers: list[FeedConsumerModel]
     now: float = Field(description="the service's clock, epoch seconds")
+
+
+class EventHeadResponse(_Model):
+    """GET /events/head: where to start to be sent only the events still to come."""
+
+    cursor: int = Field(description="the newest cursor the filter matches: ask after it")

@@ -32,7 +32,7 @@ from coordinator.db.repositories.events import EventFilter
 from coordinator.errors import CoordinatorError, CursorExpired
 from coordinator.services import Services
 from coordinator.usecases.tables import split_table_id
-from coordinator_client.models import EventKind, EventsResponse
+from coordinator_client.models import EventHeadResponse, EventKind, EventsResponse
 
 router = APIRouter(
     tags=["events"], dependencies=[Depends(reader)], responses={**AUTH_ERRORS, **responses(CursorExpired)}
@@ -84,6 +84,20 @@ async def events(
             return page
         after = page.next_cursor
         await anyio.sleep(min(services.settings.events_poll_seconds, left))
+
+
+@router.get("/events/head")
+def event_head(
+    request: Request,
+    services: ServicesDep,
+    caller: Caller,
+    table: TableFilter = None,
+    database: DatabaseFilter = None,
+    kind: KindFilter = None,
+) -> EventHeadResponse:
+    """The newest cursor of the events the filter (and the token's grant) matches: a consumer that wants
+    only what happens from now on (the dashboard's live list) asks after it."""
+    return services.events.head(_wanted(request, caller, table, database, kind))
 
 
 @router.get(

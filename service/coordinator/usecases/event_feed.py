@@ -19,6 +19,7 @@ from coordinator.db.repositories import events as outbox
 from coordinator.db.repositories.events import EventFilter
 from coordinator.errors import CursorExpired
 from coordinator_client.models import (
+    EventHeadResponse,
     EventModel,
     EventsResponse,
     FeedConsumerModel,
@@ -61,6 +62,13 @@ class EventFeed:
                 )
         events = [event_model(r) for r in rows]
         return EventsResponse(events=events, next_cursor=events[-1].cursor if events else start)
+
+    def head(self, wanted: EventFilter) -> EventHeadResponse:
+        """Where a consumer that wants only what happens from now on starts: after the newest event it
+        would be sent (after the retention's mark when there is none)."""
+        with read_only(self._engine) as conn:
+            newest = outbox.newest_cursor(conn, wanted)
+            return EventHeadResponse(cursor=outbox.pruned_through(conn) if newest is None else newest)
 
     def delivered(self, consumer: str, cursor: int, wanted: EventFilter) -> None:
         """Record that `consumer` was sent the events through `cursor` (GET /events?consumer=), so

@@ -125,6 +125,12 @@ def events_after(conn: Connection, after: int, wanted: EventFilter, limit: int) 
     return list(conn.execute(query.order_by(EventRow.id).limit(limit)).all())
 
 
+def newest_cursor(conn: Connection, wanted: EventFilter) -> int | None:
+    """The newest cursor `wanted` matches; None when none does."""
+    value = conn.execute(_filtered(select(func.max(EventRow.id)), wanted)).scalar()
+    return None if value is None else int(value)
+
+
 def pruned_through(conn: Connection) -> int:
     """The highest cursor retention deleted (0: none)."""
     value = conn.execute(select(EventRetentionRow.pruned_through).where(EventRetentionRow.id == 1)).scalar()
