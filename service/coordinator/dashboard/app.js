@@ -1,9 +1,19 @@
 "use strict";
-// The on-call dashboard: polls three endpoints and renders seven panels. Everything that comes from the
-// service goes into the page as text (never as markup): table ids, commit users and conflict messages
-// are chosen by writers.
+// The on-call dashboard: three views behind client-side routes (#/ the overview, #/tables/<id> one
+// table, #/ops the feed's consumers and publishers). The latest changes come from the event feed
+// (GET /events/stream, read with fetch so a bearer token can go with it, resumed with Last-Event-ID);
+// what the feed does not carry (rejections, locks, queue state, lags) is read every few seconds for
+// the view on screen only. Everything that comes from the service goes into the page as text (never as
+// markup): table ids, commit users and conflict messages are chosen by writers.
 
-const REFRESH_MS = 3000;
+// Rejected commits write no event and locks move without one: the state panels still need reading.
+const STATE_REFRESH_MS = 5000;
+// A consumer's lag moves when it reads, which writes no event either.
+const OPS_REFRESH_MS = 2000;
+const LIVE_ROWS = 50;
+const HISTORY_LIMIT = 1000;
+// The stream sends a comment every 15 s; silence much longer than that is a dead connection.
+const STREAM_SILENCE_MS = 40000;
 const TABLES_PER_PAGE = 50;
 const TOKEN_KEY = "coordinator.dashboard.token";
 const BATCH_IDENTIFIER_FLOOR = 9.2233720368547e18; // 2^63-1 does not survive as a JS number; near it is "batch"
@@ -14,21 +24,32 @@ class Forbidden extends Error {}
 
 // ---------------------------------------------------------------- fetching
 
-async function getJson(path) {
-  const headers = { Accept: "application/json" };
+class NotFound extends Error {}
+
+function authHeaders(accept) {
+  const headers = { Accept: accept };
   const token = sessionStorage.getItem(TOKEN_KEY);
   if (token) headers.Authorization = `Bearer ${token}`;
+  return headers;
+}
+
+async function getJson(path) {
   let response;
   try {
-    response = await fetch(path, { headers, cache: "no-store" });
+    response = await fetch(path, { headers: authHeaders("application/json"), cache: "no-store" });
   } catch {
     throw new Error("service unreachable");
   }
   if (response.status === 401) throw new AuthNeeded();
   if (response.status === 403) throw new Forbidden();
+  if (response.status === 404) throw new NotFound("HTTP 404");
   if (!response.ok) throw new Error(`HTTP ${response.status}`);
   return response.json();
 }
+
+const sleep = (millis) => new Promise((resolve) => setTimeout(resolve, millis));
+const tableHref = (tableId) => `#/tables/${encodeURIComponent(tableId)}`;
+const tableLink = (tableId) => el("a", { href: tableHref(tableId) }, tableId);
 
 // ---------------------------------------------------------------- small DOM helpers
 
@@ -116,7 +137,7 @@ function renderTables(overview) {
     el(
       "tr",
       { "data-testid": "table-row", "data-table-id": t.tableId },
-      el("td", { "data-testid": "table-id" }, t.tableId),
+      el("td", { "data-testid": "table-id" }, tableLink(t.tableId)),
       num(t.latestSnapshotId || "—", { "data-testid": "table-snapshot" }),
       num(known(t.totalRecordCount, count), { "data-testid": "table-records" }),
       num(known(t.fileBytes, bytes), {
@@ -311,7 +332,7 @@ function renderConflicts(overview) {
       "tr",
       { "data-testid": "conflict-row", "data-table-id": c.tableId },
       el("td", {}, clock(c.at)),
-      el("td", {}, c.tableId),
+      el("td", {}, tableLink(c.tableId)),
       el("td", {}, c.commitUser),
       num(identifier(c.identifier)),
       el("td", { class: "type rejected", "data-testid": "conflict-type" }, c.type),
@@ -362,6 +383,495 @@ document.getElementById("tables-next").addEventListener("click", () => {
 });
 document.getElementById("tables-first").addEventListener("click", () => showTables(tablePage.prefix, null, 1));
 
+// ---------------------------------------------------------------- the live feed
+
+/** The stream's state: the last cursor received (what a reconnect sends as Last-Event-ID). */
+const feed = { cursor: null, running: false, retryMs: 1000 };
+/** The latest changes, newest first: events, and before the first one the history's latest commits. */
+const latest = [];
+const seen = new Set();
+/** Commits whose phase timings are still to fetch, by table. */
+const untimed = new Map();
+let timingsTimer = null;
+
+// The history's record of a change, as the feed would name its kind (actions with no event left out).
+const ACTION_KINDS = {
+  expire: "expire",
+  rollback: "rollback",
+  "create-tag": "tag-create",
+  "delete-tag": "tag-delete",
+  "alter-table": "schema-change",
+  "set-options": "schema-change",
+};
+
+/** What one change is known by in both the history and the feed: a change seen twice shows once. */
+function changeKey(tableId, kind, user, ident, snapshots) {
+  return [tableId, kind, user ?? "", ident ?? "", snapshots.join(",")].join("|");
+}
+
+function setLive(text, state) {
+  const live = document.getElementById("live");
+  live.textContent = text;
+  live.dataset.state = state;
+}
+
+/** The page's first look: the feed's head, then the history's latest commits, then the stream after
+ * the head. A commit recorded between the two reads is in both and shows once (changeKey). */
+async function startFeed() {
+  if (feed.running) return;
+  feed.running = true;
+  try {
+    if (feed.cursor === null) {
+      const head = await getJson("/events/head");
+      const commits = await getJson("/commits?limit=20");
+      seedLatest(commits.recent);
+      feed.cursor = head.cursor;
+    }
+    await follow();
+  } catch (error) {
+    if (error instanceof AuthNeeded) askForToken();
+    else setLive(`feed unavailable (${error.message})`, "down");
+  } finally {
+    feed.running = false;
+  }
+}
+
+function seedLatest(records) {
+  for (const r of [...records].reverse()) {
+    if (r.outcome !== "committed" && r.outcome !== "done") continue;
+    const kind = r.action === "commit" ? (r.transaction ? "transaction" : "commit") : ACTION_KINDS[r.action];
+    if (!kind) continue;
+    const tables = r.transaction ? r.transaction.map((t) => [t.table, t.snapshots]) : [[r.tableId, r.snapshots]];
+    for (const [tableId, snapshots] of tables) {
+      const ids = (snapshots ?? []).map((s) => s.id);
+      addLatest({
+        key: changeKey(tableId, kind, r.commitUser, r.identifier, ids),
+        tableId, kind, user: r.commitUser, ident: r.identifier, snapshots: ids, at: r.createdAt,
+        timings: r.action === "commit" ? r.timings : null, partitions: null,
+      });
+    }
+  }
+  renderLatest();
+}
+
+function addLatest(row) {
+  if (seen.has(row.key)) return false;
+  seen.add(row.key);
+  latest.unshift(row);
+  while (latest.length > LIVE_ROWS) seen.delete(latest.pop().key);
+  return true;
+}
+
+/** Reads the stream for ever: after a drop (a restarted server, a lost network) it reconnects and
+ * resumes after the last cursor it received, so no change is missed or shown twice. */
+async function follow() {
+  for (;;) {
+    const headers = authHeaders("text/event-stream");
+    headers["Last-Event-ID"] = String(feed.cursor);
+    const watchdog = new AbortController();
+    try {
+      const response = await fetch("/events/stream", { headers, cache: "no-store", signal: watchdog.signal });
+      if (response.status === 401) throw new AuthNeeded();
+      if (response.status === 410) {
+        // Retention deleted what this page had not read (it was closed or offline for days): go on from now.
+        feed.cursor = (await getJson("/events/head")).cursor;
+        continue;
+      }
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      setLive("live", "live");
+      feed.retryMs = 1000;
+      await readStream(response.body, watchdog, onMessage);
+    } catch (error) {
+      if (error instanceof AuthNeeded) throw error;
+    }
+    setLive("reconnecting…", "down");
+    await sleep(feed.retryMs);
+    feed.retryMs = Math.min(feed.retryMs * 2, 5000);
+  }
+}
+
+/** Server-sent events out of a fetch body: blocks separated by a blank line, `id:` and `data:` lines,
+ * comments (the keepalives) starting with a colon. */
+async function readStream(body, watchdog, onEvent) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let silence = setTimeout(() => watchdog.abort(), STREAM_SILENCE_MS);
+  let buffer = "";
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      clearTimeout(silence);
+      silence = setTimeout(() => watchdog.abort(), STREAM_SILENCE_MS);
+      buffer += value;
+      let end;
+      while ((end = buffer.indexOf("\n\n")) !== -1) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const data = block
+          .split("\n")
+          .filter((line) => line.startsWith("data:"))
+          .map((line) => line.slice(line.startsWith("data: ") ? 6 : 5));
+        if (data.length) onEvent(JSON.parse(data.join("\n")));
+      }
+    }
+  } finally {
+    clearTimeout(silence);
+  }
+}
+
+function onMessage(event) {
+  feed.cursor = event.cursor;
+  const row = {
+    key: changeKey(event.tableId, event.kind, event.commitUser, event.commitIdentifier, event.snapshotIds),
+    tableId: event.tableId, kind: event.kind, user: event.commitUser, ident: event.commitIdentifier,
+    snapshots: event.snapshotIds, at: event.at, timings: null, partitions: event.partitions,
+  };
+  if (addLatest(row) && (event.kind === "commit" || event.kind === "transaction")) {
+    if (!untimed.has(row.tableId)) untimed.set(row.tableId, []);
+    untimed.get(row.tableId).push(row);
+    // One history read per table for a burst of commits, not one per commit.
+    timingsTimer ??= setTimeout(fetchTimings, 300);
+  }
+  renderLatest();
+  const current = route();
+  if (current.view === "overview" || (current.view === "table" && current.tableId === event.tableId)) soon();
+}
+
+/** The phase timings the feed does not carry, from each table's latest history. */
+async function fetchTimings() {
+  timingsTimer = null;
+  const batch = [...untimed.entries()];
+  untimed.clear();
+  await Promise.allSettled(
+    batch.map(async ([tableId, rows]) => {
+      const history = await getJson(`/tables/${encodeURIComponent(tableId)}/commits?limit=${rows.length + 20}`);
+      for (const row of rows) {
+        const record = history.commits.find(
+          (c) => c.commitUser === row.user && c.identifier === row.ident && c.outcome === "committed",
+        );
+        if (record) row.timings = record.timings;
+      }
+    }),
+  );
+  renderLatest();
+}
+
+function timingCell(timings, testId) {
+  if (!timings) return num("…", { "data-testid": testId, title: "not known yet" });
+  const phases = Object.entries(timings)
+    .filter(([phase]) => phase !== "total")
+    .sort(([a], [b]) => phaseRank(a) - phaseRank(b))
+    .map(([phase, value]) => `${phase} ${ms(value)}`)
+    .join(" · ");
+  const total = timings.total ?? Object.values(timings).reduce((sum, v) => sum + v, 0);
+  return num(`${ms(total)} ms`, { "data-testid": testId, title: phases });
+}
+
+function partitionSummary(partitions) {
+  if (!partitions || partitions.length === 0) return "";
+  const sum = (field) => partitions.reduce((total, p) => total + p[field], 0);
+  const files = `+${count(sum("addedFiles"))}/−${count(sum("removedFiles"))} files`;
+  return `${count(partitions.length)} partition${partitions.length === 1 ? "" : "s"}, ${files}, +${count(sum("addedRows"))} rows`;
+}
+
+function renderLatest() {
+  if (latest.length === 0) return panel("panel-latest", el("p", { class: "empty" }, "no change yet"));
+  const rows = latest.map((r) =>
+    el(
+      "tr",
+      { "data-testid": "live-row", "data-table-id": r.tableId, "data-kind": r.kind },
+      el("td", {}, clock(r.at)),
+      el("td", { "data-testid": "live-table" }, tableLink(r.tableId)),
+      el("td", { "data-testid": "live-user" }, r.user ?? "—"),
+      num(r.ident === null || r.ident === undefined ? "—" : identifier(r.ident), { "data-testid": "live-identifier" }),
+      el("td", { class: "type", "data-testid": "live-kind" }, r.kind),
+      num(r.snapshots.join(", ") || "—", { "data-testid": "live-snapshots" }),
+      r.kind === "commit" || r.kind === "transaction" ? timingCell(r.timings, "live-total") : num("—"),
+      el("td", { class: "message" }, partitionSummary(r.partitions)),
+    ),
+  );
+  const columns = [["At"], ["Table"], ["Commit user"], ["Identifier", 1], ["Kind"], ["Snapshots", 1],
+    ["Took", 1], ["Changed"]];
+  panel("panel-latest", grid(columns, rows));
+}
+
+// ---------------------------------------------------------------- one table's page
+
+/** The table page's history, kept to search it without asking the service again. */
+const tableView = { tableId: null, commits: [] };
+
+async function refreshTable(tableId) {
+  const base = `/tables/${encodeURIComponent(tableId)}`;
+  const [table, history, snapshots, tags, consumers, locks] = await Promise.allSettled([
+    getJson(base),
+    getJson(`${base}/commits?limit=${HISTORY_LIMIT}`),
+    getJson(`${base}/snapshots?limit=20`),
+    getJson(`${base}/tags`),
+    getJson(`${base}/consumers`),
+    getJson("/locks"),
+  ]);
+  const results = [table, history, snapshots, tags, consumers, locks];
+  const errors = results.filter((r) => r.status === "rejected").map((r) => r.reason);
+  if (errors.some((e) => e instanceof AuthNeeded)) throw new AuthNeeded();
+  if (route().tableId !== tableId) return errors; // the user moved on while this was read
+
+  document.getElementById("table-title").textContent = tableId;
+  if (table.status === "fulfilled") renderTableSummary(table.value);
+  else unavailable("panel-table", table.reason);
+  if (history.status === "fulfilled") {
+    tableView.tableId = tableId;
+    tableView.commits = history.value.commits;
+    renderHistory();
+    renderTableConflicts(history.value.commits);
+  } else {
+    unavailable("panel-history", history.reason);
+    unavailable("panel-table-conflicts", history.reason);
+  }
+  if (snapshots.status === "fulfilled") renderSnapshots(snapshots.value.snapshots);
+  else unavailable("panel-snapshots", snapshots.reason);
+  if (tags.status === "fulfilled") renderTags(tags.value.tags);
+  else unavailable("panel-tags", tags.reason);
+  if (consumers.status === "fulfilled") renderTableConsumers(consumers.value.consumers);
+  else unavailable("panel-table-consumers", consumers.reason);
+  if (locks.status === "fulfilled") renderTableLock(tableId, locks.value);
+  else unavailable("panel-table-lock", locks.reason);
+  return errors;
+}
+
+function renderTableSummary(t) {
+  const row = (label, value, testId) => el("tr", {}, el("td", {}, label), num(value, { "data-testid": testId }));
+  panel(
+    "panel-table",
+    el(
+      "table",
+      { class: "summary" },
+      el(
+        "tbody",
+        {},
+        row("Latest snapshot", t.latestSnapshotId ?? "—", "summary-snapshot"),
+        row("Records", known(t.totalRecordCount, count), "summary-records"),
+        row("Live files", known(t.fileCount, count), "summary-files"),
+        row("Size", known(t.fileBytes, bytes), "summary-bytes"),
+        el("tr", {}, el("td", {}, "Location"), el("td", { class: "message" }, t.location)),
+      ),
+    ),
+  );
+}
+
+function historyFilter() {
+  return {
+    user: document.getElementById("history-user").value.trim(),
+    ident: document.getElementById("history-identifier").value.trim(),
+    outcome: document.getElementById("history-outcome").value,
+  };
+}
+
+function renderHistory() {
+  const f = historyFilter();
+  const shown = tableView.commits.filter(
+    (c) =>
+      (!f.user || c.commitUser.includes(f.user)) &&
+      (!f.ident || String(c.identifier) === f.ident || (f.ident === "batch" && c.identifier >= BATCH_IDENTIFIER_FLOOR)) &&
+      (!f.outcome || c.outcome === f.outcome),
+  );
+  const total = tableView.commits.length;
+  const capped = total === HISTORY_LIMIT ? ` (the latest ${count(HISTORY_LIMIT)})` : "";
+  document.getElementById("history-count").textContent = `${count(shown.length)} of ${count(total)}${capped}`;
+  if (shown.length === 0) {
+    const empty = total === 0 ? "nothing recorded yet" : "nothing matches";
+    return panel("panel-history", el("p", { class: "empty", "data-testid": "history-empty" }, empty));
+  }
+  const rows = shown.map((c) =>
+    el(
+      "tr",
+      { "data-testid": "history-row", "data-outcome": c.outcome },
+      el("td", {}, clock(c.createdAt)),
+      el("td", { "data-testid": "history-user" }, c.commitUser),
+      num(identifier(c.identifier), { "data-testid": "history-identifier" }),
+      el("td", { class: "type" }, c.action),
+      el("td", { class: `type ${c.outcome === "rejected" ? "rejected" : "committed"}`, "data-testid": "history-outcome" }, c.outcome),
+      num(c.snapshots.map((s) => s.id).join(", ") || "—", { "data-testid": "history-snapshots" }),
+      c.action === "commit" ? timingCell(c.timings, "history-total") : num("—"),
+      el(
+        "td",
+        { class: "message", "data-testid": "history-phases" },
+        Object.entries(c.timings)
+          .filter(([phase]) => phase !== "total")
+          .sort(([a], [b]) => phaseRank(a) - phaseRank(b))
+          .map(([phase, value]) => `${phase} ${ms(value)}`)
+          .join(" · "),
+      ),
+      el("td", { class: "message rejected", "data-testid": "history-conflict" }, c.conflict ? `${c.conflict.type}: ${c.conflict.message}` : ""),
+    ),
+  );
+  const columns = [["At"], ["Commit user"], ["Identifier", 1], ["Action"], ["Outcome"], ["Snapshots", 1],
+    ["Took", 1], ["Phases (ms)"], ["Conflict"]];
+  panel("panel-history", grid(columns, rows));
+}
+
+function renderTableConflicts(commits) {
+  const rejected = commits.filter((c) => c.conflict);
+  if (rejected.length === 0) return panel("panel-table-conflicts", el("p", { class: "empty" }, "no conflicts"));
+  const rows = rejected.map((c) =>
+    el(
+      "tr",
+      { "data-testid": "table-conflict-row" },
+      el("td", {}, clock(c.createdAt)),
+      el("td", {}, c.commitUser),
+      el("td", { class: "type rejected", "data-testid": "table-conflict-type" }, c.conflict.type),
+      el("td", { class: "message", "data-testid": "table-conflict-message" }, c.conflict.message),
+    ),
+  );
+  panel("panel-table-conflicts", grid([["At"], ["Commit user"], ["Type"], ["Reason"]], rows));
+}
+
+function renderSnapshots(snapshots) {
+  if (snapshots.length === 0) return panel("panel-snapshots", el("p", { class: "empty" }, "no snapshot yet"));
+  const rows = snapshots.map((s) =>
+    el(
+      "tr",
+      { "data-testid": "snapshot-row", "data-snapshot-id": s.id },
+      num(s.id),
+      el("td", { class: "type" }, s.commitKind),
+      el("td", { "data-testid": "snapshot-user" }, s.commitUser),
+      num(identifier(s.commitIdentifier)),
+      el("td", {}, clock(s.timeMillis / 1000)),
+      num(count(s.totalRecordCount), { "data-testid": "snapshot-records" }),
+      num(count(s.deltaRecordCount)),
+    ),
+  );
+  const columns = [["Id", 1], ["Kind"], ["Commit user"], ["Identifier", 1], ["At"], ["Records", 1], ["Delta", 1]];
+  panel("panel-snapshots", grid(columns, rows));
+}
+
+function renderTags(tags) {
+  if (tags.length === 0) return panel("panel-tags", el("p", { class: "empty" }, "no tags"));
+  const rows = tags.map((t) =>
+    el(
+      "tr",
+      { "data-testid": "tag-row", "data-tag": t.name },
+      el("td", { "data-testid": "tag-name" }, t.name),
+      num(t.snapshotId, { "data-testid": "tag-snapshot" }),
+      num(known(t.recordCount, count)),
+    ),
+  );
+  panel("panel-tags", grid([["Tag"], ["Snapshot", 1], ["Records", 1]], rows));
+}
+
+function renderTableConsumers(consumers) {
+  if (consumers.length === 0) return panel("panel-table-consumers", el("p", { class: "empty" }, "no consumers"));
+  const now = Date.now() / 1000;
+  const rows = consumers.map((c) =>
+    el(
+      "tr",
+      { "data-testid": "table-consumer-row" },
+      el("td", {}, c.consumerId),
+      num(c.nextSnapshotId, { "data-testid": "table-consumer-next" }),
+      num(`${duration(now - c.modifiedAt)} ago`),
+    ),
+  );
+  panel("panel-table-consumers", grid([["Consumer"], ["Next snapshot", 1], ["Updated", 1]], rows));
+}
+
+function renderTableLock(tableId, response) {
+  const lock = response.locks.find((l) => l.tableId === tableId);
+  if (!lock) return panel("panel-table-lock", el("p", { class: "empty", "data-testid": "table-unlocked" }, "not locked"));
+  const row = (label, value, testId) => el("tr", {}, el("td", {}, label), num(value, { "data-testid": testId }));
+  const waiting = lock.waiters.map((w) => `${w.commitUser} #${identifier(w.identifier)}`).join(", ");
+  panel(
+    "panel-table-lock",
+    el(
+      "table",
+      { "data-testid": "table-lock" },
+      el(
+        "tbody",
+        {},
+        row("Held by", lock.owner, "table-lock-owner"),
+        row("Epoch", lock.epoch, "table-lock-epoch"),
+        row("Held for", duration(response.now - lock.acquiredAt), "table-lock-age"),
+        row("Expires in", duration(lock.expiresAt - response.now), "table-lock-expires"),
+        row("Waiting", waiting || "none", "table-lock-waiting"),
+      ),
+    ),
+  );
+}
+
+for (const id of ["history-user", "history-identifier", "history-outcome"]) {
+  document.getElementById(id).addEventListener("input", renderHistory);
+}
+document.getElementById("history-search").addEventListener("submit", (event) => event.preventDefault());
+
+// ---------------------------------------------------------------- the ops page
+
+async function refreshOps() {
+  const [consumers, publishers] = await Promise.allSettled([getJson("/ops/consumers"), getJson("/ops/publishers")]);
+  const errors = [consumers, publishers].filter((r) => r.status === "rejected").map((r) => r.reason);
+  if (errors.some((e) => e instanceof AuthNeeded)) throw new AuthNeeded();
+  if (consumers.status === "fulfilled") renderFeedConsumers(consumers.value);
+  else opsUnavailable("panel-feed-consumers", consumers.reason);
+  if (publishers.status === "fulfilled") renderPublishers(publishers.value.publishers ?? []);
+  else if (publishers.reason instanceof NotFound) renderPublishers([]); // a service without publishers
+  else opsUnavailable("panel-publishers", publishers.reason);
+  return errors.filter((e) => !(e instanceof NotFound));
+}
+
+function opsUnavailable(testId, error) {
+  if (!(error instanceof Forbidden)) return unavailable(testId, error);
+  // The lags count every table's events: only for admins and readers without a grant.
+  panel(testId, el("p", { class: "empty", "data-testid": "unavailable" }, "shown to tokens that may read every table"));
+}
+
+function renderFeedConsumers(response) {
+  if (response.consumers.length === 0) {
+    return panel(
+      "panel-feed-consumers",
+      el("p", { class: "empty", "data-testid": "no-consumers" }, "no named consumers yet (GET /events?consumer=<name>)"),
+    );
+  }
+  const rows = response.consumers.map((c) => {
+    const filter = [c.table && `table ${c.table}`, c.database && `database ${c.database}`, c.kind && `kind ${c.kind}`]
+      .filter(Boolean)
+      .join(", ");
+    return el(
+      "tr",
+      { "data-testid": "feed-consumer-row", "data-name": c.name },
+      el("td", { "data-testid": "feed-consumer-name" }, c.name),
+      el("td", { class: "message" }, filter || "everything"),
+      num(c.cursor, { "data-testid": "feed-consumer-cursor" }),
+      num(count(c.lagEvents), { class: c.lagEvents ? "num rejected" : "num committed", "data-testid": "feed-consumer-lag" }),
+      num(c.lagEvents ? duration(c.lagSeconds) : "—", { "data-testid": "feed-consumer-lag-seconds" }),
+      num(`${duration(response.now - c.lastSeenAt)} ago`, { "data-testid": "feed-consumer-seen" }),
+    );
+  });
+  const columns = [["Consumer"], ["Reads"], ["Cursor", 1], ["Lag (events)", 1], ["Oldest waiting", 1], ["Last read", 1]];
+  panel("panel-feed-consumers", grid(columns, rows));
+}
+
+function renderPublishers(publishers) {
+  if (publishers.length === 0) {
+    return panel("panel-publishers", el("p", { class: "empty", "data-testid": "no-publishers" }, "no publishers"));
+  }
+  const rows = publishers.map((p) =>
+    el(
+      "tr",
+      { "data-testid": "publisher-row", "data-name": p.name },
+      el("td", { "data-testid": "publisher-name" }, p.name),
+      el("td", { class: "type", "data-testid": "publisher-kind" }, p.kind),
+      el("td", { class: "message" }, p.target),
+      num(p.cursor, { "data-testid": "publisher-cursor" }),
+      num(count(p.lagEvents), { class: p.lagEvents ? "num rejected" : "num committed", "data-testid": "publisher-lag" }),
+      num(p.lagEvents ? duration(p.lagSeconds) : "—", { "data-testid": "publisher-lag-seconds" }),
+      num(count(p.delivered), { "data-testid": "publisher-delivered" }),
+      num(count(p.failures), { class: p.failures ? "num rejected" : "num", "data-testid": "publisher-failures" }),
+      num(count(p.deadLetters), { class: p.deadLetters ? "num rejected" : "num", "data-testid": "publisher-dead-letters" }),
+      el("td", { class: "message rejected", "data-testid": "publisher-error" }, p.lastError ?? ""),
+    ),
+  );
+  const columns = [["Publisher"], ["Kind"], ["Target"], ["Cursor", 1], ["Lag (events)", 1], ["Oldest waiting", 1],
+    ["Delivered", 1], ["Failures", 1], ["Dead letters", 1], ["Last error"]];
+  panel("panel-publishers", grid(columns, rows));
+}
+
 // ---------------------------------------------------------------- access control
 
 const authForm = document.getElementById("auth");
@@ -372,6 +882,7 @@ function askForToken() {
   document.getElementById("auth-error").textContent = had ? "the service refused that token" : "";
   authForm.hidden = false;
   document.getElementById("updated").textContent = "token needed";
+  setLive("token needed", "down");
 }
 
 authForm.addEventListener("submit", (event) => {
@@ -380,6 +891,7 @@ authForm.addEventListener("submit", (event) => {
   document.getElementById("token").value = "";
   authForm.hidden = true;
   tick();
+  startFeed();
 });
 
 document.getElementById("forget").addEventListener("click", () => {
@@ -388,23 +900,45 @@ document.getElementById("forget").addEventListener("click", () => {
   askForToken();
 });
 
-// ---------------------------------------------------------------- polling
+// ---------------------------------------------------------------- routes and refreshing
 
 const windowSelect = document.getElementById("window");
 
-/** One refresh of every panel; false when polling must wait for a token. */
-async function refresh() {
-  const [overview, locks, commits] = await Promise.allSettled([
+/** The view the address names: #/tables/<id>, #/ops, else the overview. */
+function route() {
+  const hash = location.hash;
+  if (hash.startsWith("#/tables/")) return { view: "table", tableId: decodeURIComponent(hash.slice(9)) };
+  if (hash === "#/ops") return { view: "ops" };
+  return { view: "overview" };
+}
+
+function showView(current) {
+  for (const view of ["overview", "table", "ops"]) {
+    document.getElementById(`view-${view}`).hidden = view !== current.view;
+  }
+  if (current.view === "table" && tableView.tableId !== current.tableId) {
+    tableView.tableId = null;
+    tableView.commits = [];
+    for (const id of ["history-user", "history-identifier"]) document.getElementById(id).value = "";
+    document.getElementById("history-outcome").value = "";
+    document.getElementById("table-title").textContent = current.tableId;
+    for (const testId of ["panel-table", "panel-history", "panel-table-lock", "panel-table-conflicts",
+      "panel-snapshots", "panel-tags", "panel-table-consumers"]) {
+      panel(testId, el("p", { class: "empty" }, "loading…"));
+    }
+  }
+}
+
+/** The overview's state panels (the latest changes come from the feed, not from here). */
+async function refreshOverview() {
+  const [overview, locks, inFlight] = await Promise.allSettled([
     getJson(`/ops/overview?minutes=${windowSelect.value}&${tableQuery()}`),
     getJson("/locks"),
-    getJson("/commits?limit=20"),
+    // Commits in flight are not in the feed (it has them once committed); limit=1 keeps the rest small.
+    getJson("/commits?limit=1"),
   ]);
-  const errors = [overview, locks, commits].filter((r) => r.status === "rejected").map((r) => r.reason);
-  if (errors.some((e) => e instanceof AuthNeeded)) {
-    askForToken();
-    return false;
-  }
-  forbidden.hidden = !errors.some((e) => e instanceof Forbidden);
+  const errors = [overview, locks, inFlight].filter((r) => r.status === "rejected").map((r) => r.reason);
+  if (errors.some((e) => e instanceof AuthNeeded)) throw new AuthNeeded();
 
   if (overview.status === "fulfilled") {
     renderTotals(overview.value);
@@ -420,9 +954,25 @@ async function refresh() {
   }
   if (locks.status === "fulfilled") renderLocks(locks.value);
   else unavailable("panel-locks", locks.reason);
-  if (commits.status === "fulfilled") renderInFlight(commits.value);
-  else unavailable("panel-inflight", commits.reason);
+  if (inFlight.status === "fulfilled") renderInFlight(inFlight.value);
+  else unavailable("panel-inflight", inFlight.reason);
+  return errors;
+}
 
+/** One refresh of the view on screen; false when refreshing must wait for a token. */
+async function refresh() {
+  const current = route();
+  let errors;
+  try {
+    if (current.view === "table") errors = await refreshTable(current.tableId);
+    else if (current.view === "ops") errors = await refreshOps();
+    else errors = await refreshOverview();
+  } catch (error) {
+    if (!(error instanceof AuthNeeded)) throw error;
+    askForToken();
+    return false;
+  }
+  forbidden.hidden = !errors.some((e) => e instanceof Forbidden);
   const updated = document.getElementById("updated");
   updated.textContent = `updated ${clock(Date.now() / 1000)}`;
   updated.classList.toggle("stale", errors.length > 0);
@@ -432,6 +982,15 @@ async function refresh() {
 let timer = null;
 let busy = false;
 let rerun = false; // asked for while a refresh was in flight (a search typed): run again right after
+let soonTimer = null;
+
+/** A refresh shortly after an event, at most one a second however many events come. */
+function soon() {
+  soonTimer ??= setTimeout(() => {
+    soonTimer = null;
+    tick();
+  }, 1000);
+}
 
 async function tick() {
   clearTimeout(timer);
@@ -444,14 +1003,21 @@ async function tick() {
   try {
     again = await refresh();
   } catch (error) {
-    console.error("dashboard refresh failed", error); // a rendering bug must not stop the polling
+    console.error("dashboard refresh failed", error); // a rendering bug must not stop the refreshing
   } finally {
     busy = false;
   }
-  const soon = rerun;
+  const quick = rerun;
   rerun = false;
-  if (again) timer = setTimeout(tick, soon ? 0 : REFRESH_MS);
+  const every = route().view === "ops" ? OPS_REFRESH_MS : STATE_REFRESH_MS;
+  if (again) timer = setTimeout(tick, quick ? 0 : every);
 }
 
+window.addEventListener("hashchange", () => {
+  showView(route());
+  tick();
+});
 windowSelect.addEventListener("change", tick);
+showView(route());
 tick();
+startFeed();
