@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 from playwright.sync_api import Browser, Page, expect
 
 from coordinator.db import repositories as repo
@@ -31,7 +32,7 @@ from coordinator_client.models import CommitQueueModel, OverviewResponse
 from tests.support.backpressure import Jam
 from tests.support.commits import BATCH, append_commit, post_commit
 from tests.support.paimon_files import PaimonTable, create_table
-from tests.support.served import LiveServer
+from tests.support.served import LiveServer, free_port
 
 DT = "2024-01-01"
 HOLDER = "ops-test-holder"
@@ -332,6 +333,8 @@ def test_dashboard_asks_for_a_token_and_survives_failing_panels(
         row = page.locator('[data-testid="table-row"][data-table-id="db.t"]')
         expect(row.get_by_test_id("table-snapshot")).to_have_text("—", timeout=15_000)
         expect(page.get_by_test_id("panel-locks")).to_contain_text("no lock is held")
+        # The feed's stream carries the token too (it is read with fetch, not EventSource, for that).
+        expect(page.get_by_test_id("live")).to_have_text("live", timeout=15_000)
         assert page.evaluate("sessionStorage.getItem('coordinator.dashboard.token')") == reader
         page.reload()  # the token outlives a reload of the tab
         expect(row).to_be_visible(timeout=15_000)
@@ -398,6 +401,262 @@ def test_dashboard_pages_through_tables_and_finds_one_by_name(
     expect(page.get_by_test_id("tables-empty")).to_have_text("no table matches nope", timeout=15_000)
     search.fill("")
     expect(rows).to_have_count(50, timeout=15_000)
+    assert errors == []
+
+
+# ---------------------------------------------------------------- the live feed, the table page, the ops page
+
+
+def _by(table: PaimonTable, user: str, identifier: int, rows: int = 1, **extra: Any) -> dict[str, Any]:
+    return append_commit(
+        table, [{"dt": DT, "id": i} for i in range(rows)], user=user, identifier=identifier, **extra
+    )
+
+
+def _watch_requests(page: Page) -> list[tuple[str, dict[str, str]]]:
+    """Every request the page makes: its URL and headers, in order."""
+    seen: list[tuple[str, dict[str, str]]] = []
+    page.on("request", lambda request: seen.append((request.url, request.headers)))
+    return seen
+
+
+def _paths(requests: list[tuple[str, dict[str, str]]], prefix: str) -> list[str]:
+    paths = [url.split("://", 1)[1].split("/", 1)[1] for url, _ in requests]
+    return ["/" + p for p in paths if ("/" + p).startswith(prefix)]
+
+
+@pytest.mark.timeout(120)
+def test_dashboard_shows_a_commit_as_it_happens_without_polling_the_commit_list(
+    live_server: LiveServer, http: httpx.Client, client: CoordinatorClient, browser: Browser
+) -> None:
+    table = _table(http, "t")
+    client.commit(table.id, _by(table, "before", 1))
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors = _errors(page)
+    requests = _watch_requests(page)
+    page.goto(f"{live_server.url}/dashboard")
+    expect(page.get_by_test_id("live")).to_have_text("live", timeout=15_000)
+    rows = page.locator('[data-testid="live-row"][data-table-id="db.t"]')
+    # The commit made before the page opened comes from the history, with its timings.
+    expect(rows).to_have_count(1)
+    expect(rows.first.get_by_test_id("live-user")).to_have_text("before")
+    expect(rows.first.get_by_test_id("live-total")).to_have_text(re.compile(r"^[\d.]+ ms$"))
+
+    opened = time.monotonic()
+    client.commit(table.id, _by(table, "alice", 7, rows=3))
+    newest = rows.first
+    expect(newest.get_by_test_id("live-user")).to_have_text("alice", timeout=2_500)
+    took = time.monotonic() - opened
+    expect(newest.get_by_test_id("live-kind")).to_have_text("commit")
+    expect(newest.get_by_test_id("live-identifier")).to_have_text("7")
+    expect(newest.get_by_test_id("live-snapshots")).to_have_text("2")
+    expect(newest).to_contain_text("1 partition, +1/-0 files, +3 rows")
+    # The phase timings, which the event does not carry, come from the table's history shortly after.
+    expect(newest.get_by_test_id("live-total")).to_have_text(re.compile(r"^[\d.]+ ms$"), timeout=5_000)
+    assert "commitPoint" in (newest.get_by_test_id("live-total").get_attribute("title") or "")
+    expect(rows).to_have_count(2)
+    # The tables panel follows the event too, without waiting for its next read.
+    table_row = page.locator('[data-testid="table-row"][data-table-id="db.t"]')
+    expect(table_row.get_by_test_id("table-snapshot")).to_have_text("2", timeout=2_500)
+
+    page.wait_for_timeout(7_000)  # more than two of the old 3-s polls
+    assert took < 2.5
+    assert len(_paths(requests, "/events/stream")) == 1, "the stream was opened more than once"
+    assert _paths(requests, "/commits?limit=20") == ["/commits?limit=20"], "the commit list was polled"
+    assert len(_paths(requests, "/tables/db.t/commits")) == 1, "timings read more than once for one commit"
+    assert errors == []
+
+
+class _PortServer(LiveServer):
+    """A LiveServer on a given port, whose open streams do not hold its stop for ever (a restart)."""
+
+    def __init__(self, settings: Settings, port: int) -> None:
+        super().__init__(settings)
+        config = uvicorn.Config(
+            self.app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_dashboard_stream_resumes_after_the_server_restarts(settings: Settings, browser: Browser) -> None:
+    port = free_port()
+    with _PortServer(settings, port) as server, httpx.Client(base_url=server.url, timeout=60) as http:
+        table = _table(http, "t")
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = _errors(page)
+        requests = _watch_requests(page)
+        page.goto(f"{server.url}/dashboard")
+        expect(page.get_by_test_id("live")).to_have_text("live", timeout=15_000)
+        assert post_commit(http, table, _by(table, "first", 1)).status_code == 201
+        rows = page.locator('[data-testid="live-row"][data-table-id="db.t"]')
+        expect(rows).to_have_count(1, timeout=5_000)
+        first_cursor = http.get("/events/head").json()["cursor"]
+    expect(page.get_by_test_id("live")).to_have_text("reconnecting…", timeout=15_000)
+
+    # While the page's server is down, another replica on the same database takes a commit.
+    with LiveServer(settings) as other, httpx.Client(base_url=other.url, timeout=60) as http:
+        assert post_commit(http, table, _by(table, "meanwhile", 2)).status_code == 201
+    with _PortServer(settings, port):
+        expect(page.get_by_test_id("live")).to_have_text("live", timeout=15_000)
+        expect(rows).to_have_count(2, timeout=10_000)
+        expect(rows.first.get_by_test_id("live-user")).to_have_text("meanwhile")
+        expect(rows.last.get_by_test_id("live-user")).to_have_text("first")
+        page.wait_for_timeout(1_000)
+        expect(rows).to_have_count(2)  # nothing shown twice
+    resumed = [h.get("last-event-id") for url, h in requests if "/events/stream" in url]
+    assert len(resumed) >= 2
+    assert resumed[-1] == str(first_cursor), resumed
+    assert errors == []
+
+
+@pytest.mark.timeout(120)
+def test_table_page_shows_commits_timings_conflicts_lock_tags_and_searches_history(
+    live_server: LiveServer,
+    http: httpx.Client,
+    client: CoordinatorClient,
+    services: Services,
+    browser: Browser,
+) -> None:
+    table = _table(http, "t")
+    _table(http, "other")
+    for user, ident in (("alice", 1), ("alice", 2), ("bob", 3)):
+        client.commit(table.id, _by(table, user, ident))
+    with pytest.raises(Conflict):
+        client.commit(table.id, _by(table, "carol", 4, baseSnapshotId=1))
+    client.create_tag(table.id, "release-1")
+    consumer = http.put(f"/tables/{table.id}/consumers/reader-1", json={"nextSnapshotId": 2})
+    assert consumer.status_code == 200, consumer.text
+
+    lease = services.locks.acquire(services.tables.get(table.id).lock_id, HOLDER, timeout_seconds=1)
+    with LeaseKeeper(services.locks, lease, services.settings.lock_lease_seconds):
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = _errors(page)
+        page.goto(f"{live_server.url}/dashboard")
+        # From the overview, the table's link opens its page.
+        page.locator('[data-testid="table-row"][data-table-id="db.t"]').get_by_role("link").click(
+            timeout=15_000
+        )
+        expect(page.get_by_test_id("view-table")).to_be_visible()
+        expect(page.get_by_test_id("view-overview")).to_be_hidden()
+        expect(page.get_by_test_id("table-title")).to_have_text("db.t")
+        assert page.url.endswith("#/tables/db.t")
+
+        history = page.get_by_test_id("history-row")
+        committed = page.locator('[data-testid="history-row"][data-outcome="committed"]')
+        expect(committed).to_have_count(3, timeout=15_000)
+        expect(committed.get_by_test_id("history-user")).to_have_text(["bob", "alice", "alice"])
+        expect(committed.get_by_test_id("history-snapshots")).to_have_text(["3", "2", "1"])
+        for n in range(3):
+            expect(committed.nth(n).get_by_test_id("history-total")).to_have_text(re.compile(r"^[\d.]+ ms$"))
+            expect(committed.nth(n).get_by_test_id("history-phases")).to_contain_text("commitPoint")
+        rejected = page.locator('[data-testid="history-row"][data-outcome="rejected"]')
+        expect(rejected.get_by_test_id("history-user")).to_have_text("carol")
+        expect(rejected.get_by_test_id("history-conflict")).to_have_text(
+            "BASE_SNAPSHOT_MOVED: the table moved from snapshot 1 to 3"
+        )
+        expect(page.get_by_test_id("table-conflict-type")).to_have_text(["BASE_SNAPSHOT_MOVED"])
+        expect(page.get_by_test_id("table-lock-owner")).to_have_text(HOLDER)
+        expect(page.get_by_test_id("table-lock-epoch")).to_have_text(str(lease.epoch))
+        expect(page.get_by_test_id("tag-name")).to_have_text(["release-1"])
+        expect(page.get_by_test_id("tag-snapshot")).to_have_text(["3"])
+        expect(page.get_by_test_id("table-consumer-next")).to_have_text(["2"])
+        expect(page.get_by_test_id("snapshot-row")).to_have_count(3)
+        expect(page.get_by_test_id("snapshot-user")).to_have_text(["bob", "alice", "alice"])
+        expect(page.get_by_test_id("summary-snapshot")).to_have_text("3")
+
+        # The search: by user, by identifier, by outcome, and together.
+        total = history.count()
+        assert total >= 5  # four commit attempts and the tag (and whatever else the table recorded)
+        page.get_by_test_id("history-user-search").fill("ali")
+        expect(history).to_have_count(2)
+        expect(history.get_by_test_id("history-user")).to_have_text(["alice", "alice"])
+        expect(page.get_by_test_id("history-count")).to_have_text(f"2 of {total}")
+        page.get_by_test_id("history-identifier-search").fill("2")
+        expect(history).to_have_count(1)
+        expect(history.get_by_test_id("history-snapshots")).to_have_text("2")
+        page.get_by_test_id("history-user-search").fill("")
+        page.get_by_test_id("history-identifier-search").fill("")
+        page.get_by_test_id("history-outcome-search").select_option("rejected")
+        expect(history).to_have_count(1)
+        expect(history.get_by_test_id("history-user")).to_have_text("carol")
+        page.get_by_test_id("history-user-search").fill("alice")
+        expect(page.get_by_test_id("history-empty")).to_have_text("nothing matches")
+        page.get_by_test_id("history-outcome-search").select_option("")
+        page.get_by_test_id("history-user-search").fill("")
+        expect(history).to_have_count(total)
+    # The lock released and a new commit: the page follows both without a reload.
+    expect(page.get_by_test_id("table-unlocked")).to_be_visible(timeout=15_000)
+    client.commit(table.id, _by(table, "dave", 5))
+    expect(committed.first.get_by_test_id("history-user")).to_have_text("dave", timeout=5_000)
+    expect(page.get_by_test_id("summary-snapshot")).to_have_text("4")
+    # Another table's page starts clean.
+    page.goto(f"{live_server.url}/dashboard#/tables/db.other")
+    expect(page.get_by_test_id("table-title")).to_have_text("db.other")
+    expect(page.get_by_test_id("history-row")).to_have_count(0, timeout=15_000)
+    expect(page.get_by_test_id("panel-tags")).to_contain_text("no tags")
+    assert errors == []
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_ops_page_shows_a_consumers_lag_falling_to_zero_and_the_publishers(
+    live_server: LiveServer, http: httpx.Client, client: CoordinatorClient, browser: Browser
+) -> None:
+    table = _table(http, "t")
+    for ident in (1, 2):
+        client.commit(table.id, _by(table, "job", ident))
+    first = http.get("/events", params={"consumer": "loader", "limit": 1})
+    assert first.status_code == 200, first.text
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors = _errors(page)
+    page.goto(f"{live_server.url}/dashboard#/ops")
+    expect(page.get_by_test_id("view-ops")).to_be_visible()
+    loader = page.locator('[data-testid="feed-consumer-row"][data-name="loader"]')
+    expect(loader.get_by_test_id("feed-consumer-lag")).to_have_text("2", timeout=15_000)
+    expect(loader.get_by_test_id("feed-consumer-cursor")).to_have_text(str(first.json()["nextCursor"]))
+    # This service has no publishers: GET /ops/publishers is a 404 here, or an empty list.
+    expect(page.get_by_test_id("no-publishers")).to_have_text("no publishers")
+
+    rest = http.get("/events", params={"consumer": "loader", "after": first.json()["nextCursor"]})
+    expect(loader.get_by_test_id("feed-consumer-lag")).to_have_text("0", timeout=5_000)
+    expect(loader.get_by_test_id("feed-consumer-cursor")).to_have_text(str(rest.json()["nextCursor"]))
+    client.commit(table.id, _by(table, "job", 3))
+    expect(loader.get_by_test_id("feed-consumer-lag")).to_have_text("1", timeout=5_000)
+    http.get("/events", params={"consumer": "loader", "after": rest.json()["nextCursor"]})
+    expect(loader.get_by_test_id("feed-consumer-lag")).to_have_text("0", timeout=5_000)
+
+    # The publishers panel, from the contract of GET /ops/publishers, played by the browser's network.
+    contract = {
+        "publishers": [
+            {
+                "name": "nats-main", "kind": "nats", "target": "nats://127.0.0.1:4222/commits", "cursor": 12,
+                "lagEvents": 3, "lagSeconds": 4.5, "delivered": 12, "failures": 1,
+                "lastError": "nats: timeout", "deadLetters": 0,
+            },
+            {
+                "name": "audit-hook", "kind": "webhook", "target": "https://audit.example/hook", "cursor": 15,
+                "lagEvents": 0, "lagSeconds": 0, "delivered": 15, "failures": 0, "lastError": None,
+                "deadLetters": 2,
+            },
+        ]
+    }  # fmt: skip
+    page.route("**/ops/publishers", lambda route: route.fulfill(status=200, json=contract))
+    nats = page.locator('[data-testid="publisher-row"][data-name="nats-main"]')
+    expect(nats.get_by_test_id("publisher-kind")).to_have_text("nats", timeout=5_000)
+    expect(nats.get_by_test_id("publisher-lag")).to_have_text("3")
+    expect(nats.get_by_test_id("publisher-lag-seconds")).to_have_text("4.5 s")
+    expect(nats.get_by_test_id("publisher-failures")).to_have_text("1")
+    expect(nats.get_by_test_id("publisher-error")).to_have_text("nats: timeout")
+    hook = page.locator('[data-testid="publisher-row"][data-name="audit-hook"]')
+    expect(hook.get_by_test_id("publisher-dead-letters")).to_have_text("2")
+    expect(hook.get_by_test_id("publisher-error")).to_have_text("")
+    page.route("**/ops/publishers", lambda route: route.fulfill(status=200, json={"publishers": []}))
+    expect(page.get_by_test_id("no-publishers")).to_have_text("no publishers", timeout=5_000)
     assert errors == []
 
 

@@ -570,7 +570,7 @@ function timingCell(timings, testId) {
 function partitionSummary(partitions) {
   if (!partitions || partitions.length === 0) return "";
   const sum = (field) => partitions.reduce((total, p) => total + p[field], 0);
-  const files = `+${count(sum("addedFiles"))}/−${count(sum("removedFiles"))} files`;
+  const files = `+${count(sum("addedFiles"))}/-${count(sum("removedFiles"))} files`;
   return `${count(partitions.length)} partition${partitions.length === 1 ? "" : "s"}, ${files}, +${count(sum("addedRows"))} rows`;
 }
 
