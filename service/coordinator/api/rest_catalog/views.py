@@ -1,0 +1,40 @@
+"""Views: the coordinator keeps none, so it says so instead of answering 501.
+
+Paimon's Flink catalog asks for a view whenever a table is missing (`getTable`, `tableExists`, so every
+`CREATE TABLE IF NOT EXISTS` and `DROP TABLE`) and lists views in SHOW TABLES; a 501 there fails the
+statement (Java's NotImplementedException is not caught on those paths), while "no such view" (404
+VIEW) and an empty list are what a catalog without views answers. Creating, altering and dropping a
+view stay 501 (fallback).
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+
+from coordinator.api.deps import ServicesDep
+from coordinator.api.rest_catalog.errors import responses
+from coordinator.api.rest_catalog.models import ListViewsResponse
+from coordinator.api.rest_catalog.paging import DEFAULT, MaxResults, PageToken
+from coordinator.api.rest_catalog.params import DatabaseName, database_reader
+from coordinator.errors import DatabaseNotFound, ViewNotFound
+
+router = APIRouter(prefix="/{prefix}/databases/{database}/views", dependencies=[Depends(database_reader)])
+
+
+@router.get("", responses=responses(DatabaseNotFound))
+def list_views(
+    database: DatabaseName,
+    services: ServicesDep,
+    max_results: MaxResults = DEFAULT,  # taken (and checked) as on every listing; there is one page
+    page_token: PageToken = None,
+) -> ListViewsResponse:
+    """Always empty, for a database that exists (404 DATABASE otherwise, as for its tables)."""
+    services.databases.get(database)
+    return ListViewsResponse(views=[])
+
+
+@router.get("/{view}", responses=responses(DatabaseNotFound, ViewNotFound))
+def get_view(database: DatabaseName, view: str, services: ServicesDep) -> None:
+    """404 VIEW: no view exists here (404 DATABASE first, for a database that does not)."""
+    services.databases.get(database)
+    raise ViewNotFound(f"view {database}.{view} does not exist: the coordinator keeps no views")
