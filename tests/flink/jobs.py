@@ -15,6 +15,7 @@ checkpoint committed twice doubles rows there, one lost leaves a gap.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -23,7 +24,7 @@ import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -98,6 +99,8 @@ class FlinkJob:
     spec: dict[str, Any]
     log: Path
     process: subprocess.Popen[bytes] = field(init=False)
+    started: ClassVar[list[FlinkJob]] = []
+    """Every job started, so the fixture `no_job_left` kills what a failing test left running."""
 
     def __post_init__(self) -> None:
         missing = [str(p) for p in (FLINK_PYTHON, *JARS) if not p.exists()]
@@ -112,6 +115,7 @@ class FlinkJob:
             start_new_session=True,  # its own process group: the JVM goes with it on a kill
             env={k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "VIRTUAL_ENV"))},
         )
+        FlinkJob.started.append(self)
 
     def finished(self, seconds: float = 240) -> None:
         """Waits for the job to end, and fails with its log unless it ended well."""
@@ -126,10 +130,8 @@ class FlinkJob:
 
     def kill(self) -> None:
         """SIGKILL the job's whole process group (Python and the JVM running the job)."""
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.process.wait()
         self._sink.close()
 
@@ -154,8 +156,10 @@ def completed_checkpoints(folder: Path) -> dict[int, Path]:
 
 
 def history(url: str, table: str) -> list[dict[str, Any]]:
-    """The table's commits, oldest first (GET /tables/{id}/commits)."""
+    """The table's commits, oldest first (GET /tables/{id}/commits); none before it exists."""
     answer = httpx.get(f"{url}/tables/{table}/commits", params={"limit": 1000}, timeout=30)
+    if answer.status_code == 404:
+        return []  # the job has not created it yet
     answer.raise_for_status()
     commits: list[dict[str, Any]] = answer.json()["commits"]
     return commits[::-1]
