@@ -39,6 +39,8 @@ JARS = [
 JOB = Path(__file__).parent / "flink_job.py"
 KEYS = 40
 """Keys of the primary-key tables: each is written many times, so the latest value is a real check."""
+SINKS = ("latest", "looked", "log")
+"""The tables a streaming job writes: primary keys with changelog producers input and lookup, and a log."""
 END_OF_INPUT = 2**63 - 1
 """The identifier of the commit Paimon's Flink sink makes when a bounded input ends (Long.MAX_VALUE)."""
 
@@ -51,30 +53,36 @@ def catalog_sql(url: str, token: str = "flink-token") -> str:
     )
 
 
-def streaming_tables(database: str) -> list[str]:
-    return [
-        f"CREATE DATABASE IF NOT EXISTS lake.{database}",
-        f"CREATE TABLE IF NOT EXISTS lake.{database}.latest (k INT, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) "
-        "WITH ('bucket'='2', 'changelog-producer'='input')",
-        f"CREATE TABLE IF NOT EXISTS lake.{database}.looked (k INT, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) "
-        "WITH ('bucket'='3', 'changelog-producer'='lookup')",
-        f"CREATE TABLE IF NOT EXISTS lake.{database}.log (seq BIGINT)",
+def streaming_tables(database: str, sinks: tuple[str, ...] = SINKS, **options: str) -> list[str]:
+    """CREATE DATABASE and CREATE TABLE of `sinks` (of SINKS); `options`: more table options."""
+    extra = "".join(f", '{k}'='{v}'" for k, v in options.items())
+    ddl = {
+        "latest": f"(k INT, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket'='2', "
+        f"'changelog-producer'='input'{extra})",
+        "looked": f"(k INT, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket'='3', "
+        f"'changelog-producer'='lookup'{extra})",
+        "log": f"(seq BIGINT) WITH ('bucket'='-1'{extra})",
+    }
+    return [f"CREATE DATABASE IF NOT EXISTS lake.{database}"] + [
+        f"CREATE TABLE IF NOT EXISTS lake.{database}.{sink} {ddl[sink]}" for sink in sinks
     ]
 
 
-def streaming_inserts(database: str, rows: int, rate: int) -> tuple[list[str], list[str]]:
-    """(statements, inserts) of the streaming job: the sequence source and its three sinks."""
+def streaming_inserts(
+    database: str, rows: int, rate: int, sinks: tuple[str, ...] = SINKS
+) -> tuple[list[str], list[str]]:
+    """(statements, inserts) of the streaming job: the sequence source and its sinks."""
     source = (
         "CREATE TEMPORARY TABLE src (seq BIGINT) WITH ('connector'='datagen', "
         f"'rows-per-second'='{rate}', 'fields.seq.kind'='sequence', 'fields.seq.start'='1', "
         f"'fields.seq.end'='{rows}')"
     )
-    inserts = [
-        f"INSERT INTO lake.{database}.latest SELECT CAST(seq % {KEYS} AS INT), seq FROM src",
-        f"INSERT INTO lake.{database}.looked SELECT CAST(seq % {KEYS} AS INT), seq FROM src",
-        f"INSERT INTO lake.{database}.log SELECT seq FROM src",
-    ]
-    return [source], inserts
+    select = {
+        "latest": f"CAST(seq % {KEYS} AS INT), seq",
+        "looked": f"CAST(seq % {KEYS} AS INT), seq",
+        "log": "seq",
+    }
+    return [source], [f"INSERT INTO lake.{database}.{sink} SELECT {select[sink]} FROM src" for sink in sinks]
 
 
 def checkpointing(folder: Path, restore: Path | None = None) -> dict[str, str]:

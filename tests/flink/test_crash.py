@@ -25,6 +25,7 @@ import httpx
 
 from tests.flink.jobs import (
     END_OF_INPUT,
+    SINKS,
     FlinkJob,
     catalog_sql,
     checkpointing,
@@ -45,13 +46,21 @@ RATE = 60  # rows a second: fifteen seconds of input, so the kill lands mid-stre
 TABLES = ("crash.latest", "crash.looked", "crash.log")
 
 
-def streaming_job(url: str, checkpoints: Path, log: Path, restore: Path | None = None) -> FlinkJob:
-    source, inserts = streaming_inserts("crash", ROWS, RATE)
+def streaming_job(
+    url: str,
+    checkpoints: Path,
+    log: Path,
+    restore: Path | None = None,
+    database: str = "crash",
+    sinks: tuple[str, ...] = SINKS,
+    **options: str,
+) -> FlinkJob:
+    source, inserts = streaming_inserts(database, ROWS, RATE, sinks)
     return FlinkJob(
         {
             "mode": "streaming",
             "config": checkpointing(checkpoints, restore),
-            "statements": [catalog_sql(url), *streaming_tables("crash"), *source],
+            "statements": [catalog_sql(url), *streaming_tables(database, sinks, **options), *source],
             "inserts": inserts,
         },
         log,
@@ -92,6 +101,7 @@ def test_a_killed_job_restarted_from_its_checkpoint_commits_each_checkpoint_once
     completed = completed_checkpoints(checkpoints)
     restored = max(completed)
     assert landed in completed  # Paimon commits a checkpoint only once it completed
+    assert restored == landed  # the held commit kept the next checkpoint from completing
     hits_before = dedup_hits(url)
 
     second = streaming_job(url, checkpoints, tmp_path / "second.log", restore=completed[restored])
@@ -108,9 +118,11 @@ def test_a_killed_job_restarted_from_its_checkpoint_commits_each_checkpoint_once
         judge_history(table, commits, before[table], completed)
     # The commit that stood while the job died is there once, and the restarted job went on from it.
     assert committed_checkpoints(url, "crash.log").count(landed) == 1
-    print(
-        f"restored from checkpoint {restored}; dedup hits during the restart: {dedup_hits(url) - hits_before}"
-    )
+    # The commit that stood was published before the kill: the restored job found it among the
+    # snapshots (its commit user, the checkpoint id) and did not send it again, so the coordinator had
+    # no resend to answer. test_crash_replicas.py kills a replica between the commit point and the
+    # publication: there the restored job cannot see its commit, sends it again, and gets the record.
+    assert dedup_hits(url) == hits_before
 
 
 def judge_history(
