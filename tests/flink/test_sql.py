@@ -20,6 +20,7 @@ from tests.flink.jobs import (
     streaming_tables,
     table_rows,
 )
+from tests.support import REPO
 from tests.support.served import LiveServer
 
 ROWS = 300
@@ -77,6 +78,31 @@ def test_batch_and_streaming_inserts_through_the_coordinator(live_server: LiveSe
         assert identifiers[-1] == END_OF_INPUT, (table, identifiers)
         assert len(identifiers) >= 3, (table, identifiers)  # at least two checkpoints committed data
         assert {c["outcome"] for c in streamed} == {"committed"}, table
+
+
+def readme_flink_sql() -> list[str]:
+    """The statements of the README's Flink block, as a user pastes them into Flink's SQL client."""
+    section = (REPO / "README.md").read_text().split("## Flink\n", 1)[1]
+    block = section.split("```sql\n", 1)[1].split("```", 1)[0]
+    return [statement.strip() for statement in block.split(";") if statement.strip()]
+
+
+def test_the_readme_s_flink_sql_runs_as_pasted(live_server: LiveServer, tmp_path: Path) -> None:
+    statements = [s.replace("http://127.0.0.1:8080", live_server.url) for s in readme_flink_sql()]
+    assert any(live_server.url in s for s in statements)  # the block names the coordinator's URL
+    job = FlinkJob(
+        {
+            "mode": "batch",
+            "statements": [s for s in statements if not s.startswith("INSERT")],
+            "inserts": [s for s in statements if s.startswith("INSERT")],
+        },
+        tmp_path / "readme.log",
+    )
+    job.finished()
+    assert table_rows(live_server.url, "clickstream.clicks") == [
+        {"user_id": 1, "clicks": 10},
+        {"user_id": 2, "clicks": 20},
+    ]
 
 
 def ordered(rows: list[dict[str, int]]) -> list[dict[str, int]]:
