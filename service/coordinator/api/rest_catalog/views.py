@@ -4,7 +4,7 @@ Paimon's Flink catalog asks for a view whenever a table is missing (`getTable`, 
 `CREATE TABLE IF NOT EXISTS` and `DROP TABLE`) and lists views in SHOW TABLES; a 501 there fails the
 statement (Java's NotImplementedException is not caught on those paths), while "no such view" (404
 VIEW) and an empty list are what a catalog without views answers. Creating, altering and dropping a
-view stay 501 (fallback).
+view are 501, declared here (not left to the fallback) so the API's document says so on these paths.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from coordinator.api.rest_catalog.errors import responses
 from coordinator.api.rest_catalog.models import ListViewsResponse
 from coordinator.api.rest_catalog.paging import DEFAULT, MaxResults, PageToken
 from coordinator.api.rest_catalog.params import DatabaseName, database_reader
-from coordinator.errors import DatabaseNotFound, ViewNotFound
+from coordinator.errors import DatabaseNotFound, NotSupported, ViewNotFound
 
 router = APIRouter(prefix="/{prefix}/databases/{database}/views", dependencies=[Depends(database_reader)])
 
@@ -38,3 +38,19 @@ def get_view(database: DatabaseName, view: str, services: ServicesDep) -> None:
     """404 VIEW: no view exists here (404 DATABASE first, for a database that does not)."""
     services.databases.get(database)
     raise ViewNotFound(f"view {database}.{view} does not exist: the coordinator keeps no views")
+
+
+@router.post("", responses=responses(NotSupported))
+def create_view(database: DatabaseName) -> None:
+    """501, for any database: the path parameters are declared so the API's document names them."""
+    raise NotSupported(f"creating a view in {database} is not served by the Paimon Commit Coordinator")
+
+
+@router.post("/{view}", responses=responses(NotSupported))
+def alter_view(database: DatabaseName, view: str) -> None:
+    raise NotSupported(f"altering view {database}.{view} is not served: the coordinator keeps no views")
+
+
+@router.delete("/{view}", responses=responses(NotSupported))
+def drop_view(database: DatabaseName, view: str) -> None:
+    raise NotSupported(f"dropping view {database}.{view} is not served: the coordinator keeps no views")
