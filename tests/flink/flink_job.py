@@ -35,7 +35,13 @@ def run(spec: dict[str, Any]) -> None:
     for key, value in spec.get("config", {}).items():
         config.set(key, str(value))
     for statement in spec.get("statements", []):
-        env.execute_sql(statement).wait()
+        result = env.execute_sql(statement)
+        result.wait()
+        if statement.lstrip().upper().startswith("CALL"):
+            # A procedure answers rows (sys.compact: the job it ran); printed for the test's log.
+            with result.collect() as rows:
+                for row in rows:
+                    print(f"CALLED {row}", flush=True)
     inserts = spec.get("inserts", [])
     if not inserts:
         return
