@@ -10,6 +10,7 @@ every range with its latest value.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.flink.jobs import FlinkJob, catalog_sql, checkpointing, history, table_rows
@@ -58,6 +59,10 @@ def compaction(url: str, log: Path) -> FlinkJob:
     )
 
 
+def commits_at_least(url: str, count: int) -> Callable[[], bool]:
+    return lambda: len(history(url, "many.t")) >= count
+
+
 def test_three_writers_and_a_compaction_job_on_one_table(live_server: LiveServer, tmp_path: Path) -> None:
     url = live_server.url
     FlinkJob(
@@ -74,8 +79,7 @@ def test_three_writers_and_a_compaction_job_on_one_table(live_server: LiveServer
     ).finished()
     writers = [writer(url, n, tmp_path) for n in range(WRITERS)]
     for round_ in range(2):  # compactions while the writers write
-        needed = 6 * (round_ + 1)
-        wait_for(lambda: len(history(url, "many.t")) >= needed, "the writers' commits", 180, every=0.5)  # noqa: B023
+        wait_for(commits_at_least(url, 6 * (round_ + 1)), "the writers' commits", 180, every=0.5)
         compaction(url, tmp_path / f"compaction-{round_}.log").finished()
     for job in writers:
         job.finished()  # none failed on a conflict
