@@ -107,4 +107,4 @@ openapi: install
 	$(BIN)/coordinator openapi --output openapi/openapi.json
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FLINK_VENV) .pytest_cache .mypy_cache .ruff_cache
