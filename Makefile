@@ -4,8 +4,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/constraints.txt
 
-.PHONY: serve services test lint test-fast test-browser test-postgres test-s3 test-spark bench openapi examples \
-	install install-dev clean
+.PHONY: serve services test lint test-fast test-browser test-postgres test-s3 test-spark test-flink flink bench openapi \
+	examples install install-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,14 +35,15 @@ services:
 ## its own. Every test is in exactly one lane (tests/test_lanes.py checks it against these lines): a test
 ## needing Spark is in the Spark lane, else one driving Chromium in the browser lane, else one on S3 in the
 ## S3 lane, else one on PostgreSQL or marked slow in the PostgreSQL lane; the rest is the fast lane.
-LANE_FAST := not slow and not postgres and not s3 and not spark and not browser
-LANE_BROWSER := browser and not spark
-LANE_POSTGRES := (postgres or slow) and not s3 and not spark and not browser
-LANE_S3 := s3 and not spark and not browser
-LANE_SPARK := spark
+LANE_FAST := not slow and not postgres and not s3 and not spark and not browser and not flink
+LANE_BROWSER := browser and not spark and not flink
+LANE_POSTGRES := (postgres or slow) and not s3 and not spark and not browser and not flink
+LANE_S3 := s3 and not spark and not browser and not flink
+LANE_SPARK := spark and not flink
+LANE_FLINK := flink
 
 ## The whole suite, the cheap lanes first: lint (type check and deployment files too), then every lane.
-test: services install-dev lint test-fast test-browser test-postgres test-s3 test-spark
+test: services install-dev lint test-fast test-browser test-postgres test-s3 test-spark test-flink
 
 lint: install-dev
 	$(BIN)/ruff check .
@@ -72,6 +73,20 @@ test-s3: services install-dev
 test-spark: services install-dev
 	$(BIN)/pytest -m "$(LANE_SPARK)"
 
+## Flink: PyFlink in a venv of its own (its pins conflict with the project's: requirements/flink.txt) and
+## the pinned jars from Maven Central (.ci/jars.sh, checked against their published SHA-1) in .cache/jars.
+FLINK_VENV ?= .venv-flink
+$(FLINK_VENV)/bin/python:
+	$(PYTHON) -m venv $(FLINK_VENV)
+	$(FLINK_VENV)/bin/pip install --quiet --disable-pip-version-check -c requirements/flink.txt apache-flink
+
+flink: $(FLINK_VENV)/bin/python
+	bash .ci/jars.sh
+
+## Paimon's Flink connector through the coordinator: Flink SQL jobs, a crash and its restart (tests/flink).
+test-flink: services install-dev flink
+	$(BIN)/pytest -m "$(LANE_FLINK)"
+
 bench: services install-dev
 	$(BIN)/python bench/run.py
 
@@ -92,4 +107,4 @@ openapi: install
 	$(BIN)/coordinator openapi --output openapi/openapi.json
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FLINK_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser
 
 SPARK_TESTS = Path(__file__).parent / "spark"
+FLINK_TESTS = Path(__file__).parent / "flink"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -33,6 +34,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.is_relative_to(SPARK_TESTS):
             item.add_marker(pytest.mark.spark)
+        if item.path.is_relative_to(FLINK_TESTS):
+            item.add_marker(pytest.mark.flink)
         if "browser" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
         callspec = getattr(item, "callspec", None)

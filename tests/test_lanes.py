@@ -36,7 +36,7 @@ def _collected(*options: str) -> set[str]:
 
 
 def test_every_lane_has_a_target_that_make_test_runs() -> None:
-    assert set(LANES) == {"FAST", "BROWSER", "POSTGRES", "S3", "SPARK"}
+    assert set(LANES) == {"FAST", "BROWSER", "POSTGRES", "S3", "SPARK", "FLINK"}
     test_target = re.search(r"^test: (.+)$", MAKEFILE, re.M)
     assert test_target is not None
     prerequisites = test_target.group(1).split()
@@ -48,7 +48,7 @@ def test_every_lane_has_a_target_that_make_test_runs() -> None:
         assert recipe.group(1) == f'$(BIN)/pytest -m "$(LANE_{lane})"'
 
 
-@pytest.mark.slow  # six collections of the whole suite
+@pytest.mark.slow  # seven collections of the whole suite
 def test_the_lanes_partition_the_suite() -> None:
     with ThreadPoolExecutor(max_workers=2) as pool:
         everything = pool.submit(_collected)

@@ -144,6 +144,14 @@ class ConsumerNotFound(CoordinatorError):
     code = "CONSUMER_NOT_FOUND"
 
 
+class ViewNotFound(CoordinatorError):
+    """Paimon's REST catalog asked for a view: the coordinator keeps none. Only /v1 raises it, where
+    the answer is Paimon's ErrorResponse (resourceType VIEW), so it needs no code of its own."""
+
+    status_code = 404
+    code = "NOT_FOUND"
+
+
 class DatabaseNotFound(CoordinatorError):
     status_code = 404
     code = "DATABASE_NOT_FOUND"

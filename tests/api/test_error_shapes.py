@@ -94,7 +94,7 @@ def test_under_v1_a_wrong_method_is_405_an_unknown_path_404_and_only_a_known_end
         paimon_error(api.get(path), 404)
     for method, path in [
         ("GET", f"{t}/partitions"),
-        ("GET", "/v1/paimon/databases/sales/views/v"),
+        ("DELETE", "/v1/paimon/databases/sales/views/v"),  # views are listed (none), not dropped
         ("POST", "/v1/paimon/tables/rename"),
         ("POST", f"{t}/replace"),
     ]:

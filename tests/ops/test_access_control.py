@@ -42,6 +42,7 @@ SAMPLE_PATH = {
     "database": "a",
     "table": "t",
     "tag": "v1",
+    "view": "v1",
 }
 
 

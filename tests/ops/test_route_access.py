@@ -48,7 +48,8 @@ SAMPLE_PATH = {
     "version": "LATEST",
     "name": "v1",
     "tag": "v1",
-    "rest": f"{CATALOG_NAME}/databases/a/views",
+    "view": "v1",
+    "rest": f"{CATALOG_NAME}/databases/a/functions",
 }
 """Every path parameter, pointing at table a.t (database a), which the granted tokens cover."""
 BODIES: dict[tuple[str, str], Any] = {

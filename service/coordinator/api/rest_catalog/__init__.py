@@ -4,8 +4,8 @@ Paimon's engines configured with `metastore=rest` (pypaimon, pypaimon-rust, Spar
 Paimon's connector) create databases and tables here, load snapshots and POST their finished snapshots
 to `.../commit`, which the coordinator publishes under the table's lock. Modules: `config`,
 `databases`, `tables`, `snapshots` (and rollback), `tags`, `commits`, `data_tokens`, `partitions` (mark
-done), and `fallback` (501
-for the rest of the protocol); `errors` renders Paimon's ErrorResponse, `params` checks path names.
+done), `views` (none: 404 and empty lists), and `fallback` (501 for the rest of the protocol); `errors`
+renders Paimon's ErrorResponse, `params` checks path names.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from coordinator.api.rest_catalog import (
     snapshots,
     tables,
     tags,
+    views,
 )
 from coordinator.api.rest_catalog.errors import PREFIX, responses
 from coordinator.api.rest_catalog.params import known_prefix
@@ -47,6 +48,7 @@ for served in (
     commits.router,
     data_tokens.router,
     partitions.router,
+    views.router,
 ):
     router.include_router(served, dependencies=[Depends(known_prefix)], responses=responses(CatalogNotFound))
 router.include_router(fallback.router)

@@ -23,6 +23,7 @@ from coordinator.errors import (
     TableNotFound,
     TagAlreadyExists,
     TagNotFound,
+    ViewNotFound,
 )
 
 PREFIX = "/v1"
@@ -35,6 +36,7 @@ _RESOURCES: dict[type[CoordinatorError], ResourceType] = {
     SnapshotNotFound: "SNAPSHOT",
     TagNotFound: "TAG",
     TagAlreadyExists: "TAG",
+    ViewNotFound: "VIEW",
 }
 
 
@@ -84,6 +86,8 @@ def _resource_name(request: Request, resource: ResourceType | None) -> str | Non
         return params.get("version") or (f"{database}.{table}" if database and table else None)
     if resource == "TAG":
         return params.get("tag")
+    if resource == "VIEW" and database:
+        return f"{database}.{params.get('view')}"
     return None
 
 

@@ -65,8 +65,20 @@ class ListDatabasesResponse(_Body):
     next_page_token: str | None = None
 
 
+class ListViewsResponse(_Body):
+    views: list[str]
+    next_page_token: str | None = None
+
+
+OWNER = "paimon-coordinator"
+"""`owner` of every database and table: the coordinator keeps none of its own, and Paimon's Java catalog
+copies `owner` into the table's options as it is (`putAuditOptionsTo`); Flink refuses a table whose
+options hold a null (DataCatalogTable: "properties cannot have null keys or values"), so it is never
+null."""
+
+
 class _Audited(_Body):
-    owner: str | None = None
+    owner: str = OWNER
     created_at: int | None = Field(default=None, description="epoch milliseconds")
     created_by: str | None = None
     updated_at: int | None = Field(default=None, description="epoch milliseconds")
