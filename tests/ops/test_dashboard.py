@@ -535,6 +535,7 @@ def test_table_page_shows_commits_timings_conflicts_lock_tags_and_searches_histo
     with LeaseKeeper(services.locks, lease, services.settings.lock_lease_seconds):
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         errors = _errors(page)
+        requests = _watch_requests(page)
         page.goto(f"{live_server.url}/dashboard")
         # From the overview, the table's link opens its page.
         page.locator('[data-testid="table-row"][data-table-id="db.t"]').get_by_role("link").click(
@@ -574,7 +575,9 @@ def test_table_page_shows_commits_timings_conflicts_lock_tags_and_searches_histo
         page.get_by_test_id("history-user-search").fill("ali")
         expect(history).to_have_count(2)
         expect(history.get_by_test_id("history-user")).to_have_text(["alice", "alice"])
-        expect(page.get_by_test_id("history-count")).to_have_text(f"2 of {total}")
+        expect(page.get_by_test_id("history-count")).to_have_text("2 matching")
+        # Searched by the service, so the search reaches past the page the table page holds.
+        assert any("user_prefix=ali" in url for url in _paths(requests, "/tables/db.t/commits?"))
         page.get_by_test_id("history-identifier-search").fill("2")
         expect(history).to_have_count(1)
         expect(history.get_by_test_id("history-snapshots")).to_have_text("2")
@@ -587,6 +590,11 @@ def test_table_page_shows_commits_timings_conflicts_lock_tags_and_searches_histo
         expect(page.get_by_test_id("history-empty")).to_have_text("nothing matches")
         page.get_by_test_id("history-outcome-search").select_option("")
         page.get_by_test_id("history-user-search").fill("")
+        expect(history).to_have_count(total)
+        expect(page.get_by_test_id("history-count")).to_have_text(f"{total} recorded")
+        page.get_by_test_id("history-identifier-search").fill("x")
+        expect(page.get_by_test_id("history-empty")).to_have_text("an identifier is a whole number")
+        page.get_by_test_id("history-identifier-search").fill("")
         expect(history).to_have_count(total)
     # The lock released and a new commit: the page follows both without a reload.
     expect(page.get_by_test_id("table-unlocked")).to_be_visible(timeout=15_000)

@@ -16,12 +16,16 @@ from coordinator.api.forwarding import at_the_holder
 from coordinator.api.params import (
     DEFAULT_PAGE,
     CommitUser,
+    HistoryIdentifier,
+    HistoryOutcome,
+    HistoryUserPrefix,
     IdempotencyKeyHeader,
     IdempotencyKeyQuery,
     Identifier,
     PageLimit,
     TableId,
 )
+from coordinator.db.repositories import HistoryFilter
 from coordinator.services import Services
 from coordinator.usecases.operations import scoped_records
 from coordinator_client.models import (
@@ -91,11 +95,19 @@ def _commit(services: Services, table_id: str, body: bytes, idempotency_key: str
 
 @router.get("", responses=TABLE_ERRORS)
 def history(
-    table_id: TableId, services: ServicesDep, caller: Caller, limit: PageLimit = DEFAULT_PAGE
+    table_id: TableId,
+    services: ServicesDep,
+    caller: Caller,
+    limit: PageLimit = DEFAULT_PAGE,
+    user_prefix: HistoryUserPrefix = None,
+    identifier: HistoryIdentifier = None,
+    outcome: HistoryOutcome = None,
 ) -> CommitHistoryResponse:
-    """Newest first: who, outcome, snapshot ids, phase timings (ms) and conflict reason. A transaction's
-    row names only the tables the token may read."""
-    records = services.reads.commits(table_id, limit=limit)
+    """Newest first: who, outcome, snapshot ids, phase timings (ms) and conflict reason; searched with
+    `user_prefix`, `identifier` and `outcome` (all that are given). A transaction's row names only the
+    tables the token may read."""
+    search = HistoryFilter(user_prefix, identifier, outcome)
+    records = services.reads.commits(table_id, limit=limit, search=search)
     return CommitHistoryResponse(commits=scoped_records(records, caller.scope))
 
 

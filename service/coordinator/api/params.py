@@ -122,3 +122,19 @@ FeedConsumerName = Annotated[
         "(GET /ops/consumers shows its lag)",
     ),
 ]
+HistoryUserPrefix = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=200,
+        pattern=PRINTABLE_PATTERN,
+        description="only commits whose commitUser starts with this",
+    ),
+]
+HistoryIdentifier = Annotated[
+    int | None, Query(ge=INT64_MIN, le=INT64_MAX, description="only commits of this commitIdentifier")
+]
+HistoryOutcome = Annotated[
+    Literal["committed", "rejected", "done", "overwritten"] | None,
+    Query(description="only entries of this outcome (done: maintenance actions)"),
+]

@@ -598,13 +598,26 @@ function renderLatest() {
 // ---------------------------------------------------------------- one table's page
 
 /** The table page's history, kept to search it without asking the service again. */
-const tableView = { tableId: null, commits: [] };
+const tableView = { tableId: null, commits: [], searched: false };
+
+/** The history's query: the search is the service's (GET .../commits?user_prefix=&identifier=&outcome=),
+ * so it reaches the whole history, not only the entries one page holds. */
+function historyQuery() {
+  const f = historyFilter();
+  const params = new URLSearchParams({ limit: String(HISTORY_LIMIT) });
+  if (f.user) params.set("user_prefix", f.user);
+  if (f.ident) params.set("identifier", f.ident);
+  if (f.outcome) params.set("outcome", f.outcome);
+  return params.toString();
+}
 
 async function refreshTable(tableId) {
   const base = `/tables/${encodeURIComponent(tableId)}`;
+  const search = historyFilter();
   const [table, history, snapshots, tags, consumers, locks] = await Promise.allSettled([
     getJson(base),
-    getJson(`${base}/commits?limit=${HISTORY_LIMIT}`),
+    // An identifier that is no number would be a 422: asked for only once it is one.
+    search.badIdent ? Promise.resolve(null) : getJson(`${base}/commits?${historyQuery()}`),
     getJson(`${base}/snapshots?limit=20`),
     getJson(`${base}/tags`),
     getJson(`${base}/consumers`),
@@ -620,9 +633,19 @@ async function refreshTable(tableId) {
   else unavailable("panel-table", table.reason);
   if (history.status === "fulfilled") {
     tableView.tableId = tableId;
-    tableView.commits = history.value.commits;
-    renderHistory();
-    renderTableConflicts(history.value.commits);
+    tableView.commits = history.value ? history.value.commits : [];
+    tableView.searched = search.user || search.ident || search.outcome;
+    renderHistory(search.badIdent);
+    // The conflicts panel lists the table's latest conflicts whatever the search.
+    if (!tableView.searched) renderTableConflicts(tableView.commits);
+    else {
+      try {
+        renderTableConflicts((await getJson(`${base}/commits?limit=100&outcome=rejected`)).commits);
+      } catch (error) {
+        if (error instanceof AuthNeeded) throw error;
+        unavailable("panel-table-conflicts", error);
+      }
+    }
   } else {
     unavailable("panel-history", history.reason);
     unavailable("panel-table-conflicts", history.reason);
@@ -659,26 +682,26 @@ function renderTableSummary(t) {
 }
 
 function historyFilter() {
+  const ident = document.getElementById("history-identifier").value.trim();
+  const whole = /^-?\d{1,19}$/.test(ident);
   return {
     user: document.getElementById("history-user").value.trim(),
-    ident: document.getElementById("history-identifier").value.trim(),
+    ident: whole ? ident : "",
+    badIdent: ident !== "" && !whole,
     outcome: document.getElementById("history-outcome").value,
   };
 }
 
-function renderHistory() {
-  const f = historyFilter();
-  const shown = tableView.commits.filter(
-    (c) =>
-      (!f.user || c.commitUser.includes(f.user)) &&
-      (!f.ident || String(c.identifier) === f.ident || (f.ident === "batch" && c.identifier >= BATCH_IDENTIFIER_FLOOR)) &&
-      (!f.outcome || c.outcome === f.outcome),
-  );
-  const total = tableView.commits.length;
-  const capped = total === HISTORY_LIMIT ? ` (the latest ${count(HISTORY_LIMIT)})` : "";
-  document.getElementById("history-count").textContent = `${count(shown.length)} of ${count(total)}${capped}`;
+function renderHistory(badIdent) {
+  const shown = tableView.commits;
+  const capped = shown.length === HISTORY_LIMIT ? ` (the latest ${count(HISTORY_LIMIT)})` : "";
+  const what = tableView.searched ? "matching" : "recorded";
+  document.getElementById("history-count").textContent = `${count(shown.length)} ${what}${capped}`;
+  if (badIdent) {
+    return panel("panel-history", el("p", { class: "unavailable", "data-testid": "history-empty" }, "an identifier is a whole number"));
+  }
   if (shown.length === 0) {
-    const empty = total === 0 ? "nothing recorded yet" : "nothing matches";
+    const empty = tableView.searched ? "nothing matches" : "nothing recorded yet";
     return panel("panel-history", el("p", { class: "empty", "data-testid": "history-empty" }, empty));
   }
   const rows = shown.map((c) =>
@@ -796,8 +819,13 @@ function renderTableLock(tableId, response) {
   );
 }
 
+let searchTimer = null;
 for (const id of ["history-user", "history-identifier", "history-outcome"]) {
-  document.getElementById(id).addEventListener("input", renderHistory);
+  // One query once the typing pauses, not one per key.
+  document.getElementById(id).addEventListener("input", () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(tick, 250);
+  });
 }
 document.getElementById("history-search").addEventListener("submit", (event) => event.preventDefault());
 

@@ -150,10 +150,12 @@ class Reads:
                 highest[key] = max(highest.get(key, e.file.max_sequence_number), e.file.max_sequence_number)
         return (snapshot.id if snapshot else None), highest
 
-    def commits(self, table_id: str, *, limit: int) -> list[CommitRecordModel]:
+    def commits(
+        self, table_id: str, *, limit: int, search: repo.HistoryFilter | None = None
+    ) -> list[CommitRecordModel]:
         table = self._tables.get(table_id)
         with self._engine.connect() as conn:
-            stored = repo.list_commits(conn, table.id, limit)
+            stored = repo.list_commits(conn, table.id, limit, search=search)
         return [commit_record(c) for c in stored]
 
     def outcome(

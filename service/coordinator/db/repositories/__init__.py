@@ -18,6 +18,7 @@ from coordinator.db.repositories.access import (
     revoke_token,
 )
 from coordinator.db.repositories.commits import (
+    HistoryFilter,
     NewCommit,
     RecordKey,
     SnapshotOf,
@@ -80,6 +81,7 @@ from coordinator.db.repositories.tables import (
 
 __all__ = [
     "GroupContext",
+    "HistoryFilter",
     "LocationOwner",
     "NewCommit",
     "RecordKey",

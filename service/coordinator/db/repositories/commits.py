@@ -210,13 +210,33 @@ def update_commit_timings(
         )
 
 
+@dataclass(frozen=True)
+class HistoryFilter:
+    """A search of a table's history: commit users starting with a prefix, an identifier, an outcome."""
+
+    user_prefix: str | None = None
+    identifier: int | None = None
+    outcome: str | None = None
+
+
 def list_commits(
-    conn: Connection, table_id: str | None, limit: int, scope: TableScope | None = None
+    conn: Connection,
+    table_id: str | None,
+    limit: int,
+    scope: TableScope | None = None,
+    search: HistoryFilter | None = None,
 ) -> list[StoredCommit]:
-    """Newest first, of one table or (None) of all tables, inside `scope` if given."""
+    """Newest first, of one table or (None) of all tables, inside `scope` if given, matching `search`."""
     query = select(CommitRow.__table__).order_by(CommitRow.id.desc()).limit(limit)
     if table_id is not None:
         query = query.where(CommitRow.table_id == table_id)
+    if search is not None and search.user_prefix:
+        # Escaped: a `%` or `_` in a commit user is that character, not a wildcard.
+        query = query.where(CommitRow.commit_user.startswith(search.user_prefix, autoescape=True))
+    if search is not None and search.identifier is not None:
+        query = query.where(CommitRow.identifier == search.identifier)
+    if search is not None and search.outcome is not None:
+        query = query.where(CommitRow.outcome == search.outcome)
     if scope is not None:
         query = query.where(scope.table_ids(CommitRow.table_id))
     return [stored_commit(r) for r in conn.execute(query).mappings()]
