@@ -10,11 +10,14 @@ messages while the server is away, which would acknowledge nothing anyway.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from typing import Any
 
 from coordinator.usecases.publishing.sink import DeliveryFailed
 from coordinator_client.models import EventModel
+
+log = logging.getLogger(__name__)
 
 SEND_TIMEOUT_SECONDS = 5.0
 CONNECT_TIMEOUT_SECONDS = 2.0
@@ -25,6 +28,11 @@ _NOT_A_TOKEN = re.compile(r"[^A-Za-z0-9_-]")
 def subject_of(prefix: str, event: EventModel) -> str:
     """Where a table's events go: one subject per table, so a consumer can filter on `<prefix>.db.>`."""
     return f"{prefix}.{_NOT_A_TOKEN.sub('_', event.database)}.{_NOT_A_TOKEN.sub('_', event.table)}"
+
+
+async def _connection_error(error: Exception) -> None:
+    # nats-py logs these at ERROR by default; the failed send that follows is the one worth a warning.
+    log.debug("nats connection: %r", error)
 
 
 class JetStreamSink:
@@ -71,6 +79,7 @@ class JetStreamSink:
             connect_timeout=CONNECT_TIMEOUT_SECONDS,
             allow_reconnect=False,
             max_reconnect_attempts=0,
+            error_cb=_connection_error,
         )
         self._js = self._nc.jetstream(timeout=SEND_TIMEOUT_SECONDS)
         try:

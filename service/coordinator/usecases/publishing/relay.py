@@ -89,11 +89,20 @@ class Relay:
 
     def close(self) -> None:
         self._stop.set()
-        if self._thread.is_alive():
+        if self._thread.ident is None:
+            self.sink.close()  # never started; otherwise the thread closes it as it ends
+        elif self._thread.is_alive():
             self._thread.join(30)
-        self.sink.close()
 
     def _run(self) -> None:
+        # The sink is closed on the thread that used it: the NATS sink's event loop cannot be run from
+        # the app's lifespan, where an event loop is already running.
+        try:
+            self._relay()
+        finally:
+            self.sink.close()
+
+    def _relay(self) -> None:
         backoff = self._backoff
         while not self._stop.is_set():
             try:
