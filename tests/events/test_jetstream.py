@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -45,7 +46,7 @@ def api(settings: Settings, nats_server: NatsServer) -> Iterator[TestClient]:
         yield client
 
 
-def nats_state(api: TestClient) -> dict[str, object]:
+def nats_state(api: TestClient) -> dict[str, Any]:
     (state,) = [p for p in api.get("/ops/publishers").json()["publishers"] if p["name"] == "nats"]
     return dict(state)
 
