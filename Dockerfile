@@ -20,7 +20,8 @@ COPY requirements/constraints.txt requirements/constraints.txt
 # The three local projects in one call, so the pins on paimon-table-format==0.1.0 and
 # paimon-coordinator-client==0.1.0 are satisfied by ./format and ./client rather than looked up on the
 # index; every dependency at the tested version.
-RUN pip wheel --no-cache-dir --wheel-dir /wheels -c requirements/constraints.txt ./format ./client ./service
+# The service with its `nats` extra: the image can publish commit events to NATS JetStream when configured.
+RUN pip wheel --no-cache-dir --wheel-dir /wheels -c requirements/constraints.txt ./format ./client './service[nats]'
 
 # --- runtime: install from the wheels only, run as an unprivileged user ----------------------------
 FROM python:3.11.15-slim-bookworm
@@ -39,7 +40,7 @@ RUN groupadd --gid 10001 coordinator \
 # --no-index: the runtime stage never reaches a package index; everything comes from the builder.
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     pip install --no-cache-dir --no-index --find-links=/wheels \
-        paimon-coordinator==0.1.0 paimon-coordinator-client==0.1.0 paimon-table-format==0.1.0
+        'paimon-coordinator[nats]==0.1.0' paimon-coordinator-client==0.1.0 paimon-table-format==0.1.0
 
 WORKDIR /app
 USER 10001:10001

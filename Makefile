@@ -14,7 +14,7 @@ install: $(BIN)/python
 	$(PIP) ./format ./client ./service
 
 install-dev: install
-	$(PIP) -r requirements/dev.txt
+	$(PIP) -r requirements/dev.txt './service[nats]'
 	@# The suite tests the work tree, not a copy: the three distributions as editable installs.
 	$(PIP) --no-deps -e ./format -e ./client -e ./service
 	@# The dashboard tests drive Debian's Chromium through Playwright (no browser download).

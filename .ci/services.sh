@@ -3,6 +3,7 @@
 # one): a PostgreSQL cluster on 127.0.0.1:5432 that lets user `postgres` in without a password.
 # Idempotent: a running, reachable server is left alone; a stopped or missing one is installed, created,
 # opened to loopback and started. `make services` runs this; `make test` runs it first.
+# Also Debian's nats-server (installed only: the event publisher's tests start their own servers).
 set -euo pipefail
 
 PORT=5432
@@ -12,6 +13,11 @@ apt_install() {
 	# The package lists may be missing or stale on a new machine: try as it is, then refresh once.
 	apt-get install -y -q "$@" >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q "$@" >/dev/null; }
 }
+
+if ! command -v nats-server >/dev/null; then
+	log "installing Debian's nats-server"
+	apt_install nats-server
+fi
 
 reachable() { pg_isready -q -h 127.0.0.1 -p "$PORT" -U postgres 2>/dev/null && psql -h 127.0.0.1 -p "$PORT" -U postgres -w -Atc 'select 1' postgres >/dev/null 2>&1; }
 

@@ -15,6 +15,7 @@ from coordinator.api import (
     events,
     maintenance,
     ops,
+    publishers,
     rest_catalog,
     snapshots,
     tables,
@@ -94,6 +95,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ops.router,
         ops.readers,
         events.router,
+        publishers.router,
         dashboard.router,
         docs.router,
         # Last: its 501 fallback answers every /v1 path no route before it matched.

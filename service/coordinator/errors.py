@@ -164,6 +164,13 @@ class LockNotFound(CoordinatorError):
     code = "LOCK_NOT_FOUND"
 
 
+class DeadLetterNotFound(CoordinatorError):
+    """No dead letter has the id asked for (already redelivered or dropped, or never one)."""
+
+    status_code = 404
+    code = "DEAD_LETTER_NOT_FOUND"
+
+
 class RouteNotFound(CoordinatorError):
     """No route of the service has the request's path."""
 

@@ -39,6 +39,7 @@ from coordinator.usecases.event_feed import EventFeed
 from coordinator.usecases.maintenance import Maintenance
 from coordinator.usecases.operations import Operations
 from coordinator.usecases.overview import Overview
+from coordinator.usecases.publishing.publishers import Publishers
 from coordinator.usecases.reads import Reads
 from coordinator.usecases.snapshot_documents import SnapshotDocuments
 from coordinator.usecases.table_hold import TableHolds
@@ -77,6 +78,7 @@ class Services:
     in_flight: InFlight
     admission: Admission
     events: EventFeed
+    publishers: Publishers
 
     @classmethod
     def start(cls, settings: Settings) -> Services:
@@ -151,6 +153,9 @@ class Services:
         overwrite_watch.start()
         events = EventFeed(engine, clock, retention_seconds=settings.events_retention_seconds)
         events.start()
+        # Pushes the outbox to NATS JetStream and webhooks, when configured; never in a commit's way.
+        publishers = Publishers(engine, settings, metrics, clock)
+        publishers.start()
         return cls(
             settings,
             engine,
@@ -179,9 +184,11 @@ class Services:
             in_flight,
             admission,
             events,
+            publishers,
         )
 
     def close(self) -> None:
+        self.publishers.close()
         self.events.close()
         self.overwrite_watch.close()
         self.backfill.close()

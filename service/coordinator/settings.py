@@ -5,8 +5,18 @@ from __future__ import annotations
 import ipaddress
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class WebhookTarget(BaseModel):
+    """A webhook events are POSTed to (COORDINATOR_EVENTS_WEBHOOKS)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,100}$", description="its publisher name is webhook-<name>")
+    url: str = Field(pattern=r"^https?://[^\s]+$", max_length=500)
+    secret: SecretStr = Field(min_length=1, description="the HMAC-SHA256 key of the signature header")
 
 
 class Settings(BaseSettings):
@@ -117,6 +127,52 @@ class Settings(BaseSettings):
         description="how often a waiting GET /events or /events/stream looks for new events (another "
         "replica's commits show up no later than this)",
     )
+    events_nats_url: str | None = Field(
+        default=None,
+        pattern=r"^(nats|tls)://[^\s]+$",
+        max_length=500,
+        description="publish every event to NATS JetStream at this server (nats://host:4222; a comma "
+        "separates several of a cluster); unset: no NATS publisher",
+    )
+    events_nats_stream: str = Field(
+        default="COORDINATOR_EVENTS",
+        pattern=r"^[A-Za-z0-9_-]{1,64}$",
+        description="the JetStream stream the events go to; created (on the subjects `<subject>.>`) "
+        "if missing",
+    )
+    events_nats_subject: str = Field(
+        default="coordinator.events",
+        pattern=r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$",
+        max_length=200,
+        description="subject prefix: an event of table db.t goes to `<prefix>.db.t`",
+    )
+    events_nats_duplicate_window_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        description="the duplicate window of a stream the coordinator creates: a resend of an event id "
+        "within it is dropped by JetStream; keep it well above events_publisher_lease_seconds",
+    )
+    events_webhooks: list[WebhookTarget] = Field(
+        default_factory=list,
+        description='webhooks every event is POSTed to, as JSON: [{"name": "audit", "url": '
+        '"https://...", "secret": "..."}]; each signed with HMAC-SHA256 of the body under its secret',
+    )
+    events_webhook_max_attempts: int = Field(
+        default=8, ge=1, le=100, description="a webhook delivery failing this often goes to the dead letters"
+    )
+    events_webhook_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    events_publisher_backoff_seconds: float = Field(
+        default=0.5, gt=0, description="the first wait after a failed delivery; doubled after each failure"
+    )
+    events_publisher_max_backoff_seconds: float = Field(
+        default=30.0, gt=0, description="the longest wait between two delivery attempts"
+    )
+    events_publisher_lease_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="one replica publishes at a time, under a lease on the database clock; another takes "
+        "over this long after the publishing one died",
+    )
     log_format: Literal["json", "text"] = "json"
     lock_backend: Literal["table", "hive"] = Field(
         default="table", description="the lock table in the metadata database, or Hive Metastore locks"
@@ -139,6 +195,14 @@ class Settings(BaseSettings):
     @classmethod
     def _without_trailing_slash(cls, url: str | None) -> str | None:
         return url.rstrip("/") if url else url
+
+    @field_validator("events_webhooks")
+    @classmethod
+    def _webhook_names_unique(cls, hooks: list[WebhookTarget]) -> list[WebhookTarget]:
+        names = [h.name for h in hooks]
+        if len(names) != len(set(names)):
+            raise ValueError("events_webhooks: each webhook needs a name of its own")
+        return hooks
 
     @model_validator(mode="after")
     def _hive_needs_a_uri(self) -> Settings:

@@ -26,13 +26,14 @@ from playwright.sync_api import Browser, Page, expect
 from coordinator.db import repositories as repo
 from coordinator.locks.renewal import LeaseKeeper
 from coordinator.services import Services
-from coordinator.settings import Settings
+from coordinator.settings import Settings, WebhookTarget
 from coordinator_client import Conflict, CoordinatorClient
 from coordinator_client.models import CommitQueueModel, OverviewResponse
 from tests.support.backpressure import Jam
 from tests.support.commits import BATCH, append_commit, post_commit
 from tests.support.paimon_files import PaimonTable, create_table
 from tests.support.served import LiveServer, free_port
+from tests.support.webhook_receiver import WebhookReceiver
 
 DT = "2024-01-01"
 HOLDER = "ops-test-holder"
@@ -627,7 +628,8 @@ def test_ops_page_shows_a_consumers_lag_falling_to_zero_and_the_publishers(
     loader = page.locator('[data-testid="feed-consumer-row"][data-name="loader"]')
     expect(loader.get_by_test_id("feed-consumer-lag")).to_have_text("2", timeout=15_000)
     expect(loader.get_by_test_id("feed-consumer-cursor")).to_have_text(str(first.json()["nextCursor"]))
-    # This service has no publishers: GET /ops/publishers is a 404 here, or an empty list.
+    # This service has no publishers: GET /ops/publishers answers an empty list.
+    assert http.get("/ops/publishers").json() == {"publishers": []}
     expect(page.get_by_test_id("no-publishers")).to_have_text("no publishers")
 
     rest = http.get("/events", params={"consumer": "loader", "after": first.json()["nextCursor"]})
@@ -665,6 +667,39 @@ def test_ops_page_shows_a_consumers_lag_falling_to_zero_and_the_publishers(
     expect(hook.get_by_test_id("publisher-error")).to_have_text("")
     page.route("**/ops/publishers", lambda route: route.fulfill(status=200, json={"publishers": []}))
     expect(page.get_by_test_id("no-publishers")).to_have_text("no publishers", timeout=5_000)
+    assert errors == []
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_ops_page_shows_a_real_webhook_publisher_catching_up(settings: Settings, browser: Browser) -> None:
+    """GET /ops/publishers of a service with a webhook whose receiver fails its first three deliveries:
+    the panel shows the failures, then the lag drained to 0."""
+    with WebhookReceiver(failures=3) as receiver:
+        hooked = settings.model_copy(
+            update={
+                "events_webhooks": [WebhookTarget(name="audit", url=receiver.url, secret="s3cret")],
+                "events_webhook_max_attempts": 10,
+                "events_publisher_backoff_seconds": 0.5,
+                "events_publisher_max_backoff_seconds": 1.0,
+            }
+        )
+        with LiveServer(hooked) as server, httpx.Client(base_url=server.url, timeout=60) as http:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            errors = _errors(page)
+            page.goto(f"{server.url}/dashboard#/ops")
+            hook = page.locator('[data-testid="publisher-row"][data-name="webhook-audit"]')
+            expect(hook.get_by_test_id("publisher-kind")).to_have_text("webhook", timeout=15_000)
+            expect(hook).to_contain_text(receiver.url)
+            table = _table(http, "t")
+            assert post_commit(http, table, _by(table, "job", 1)).status_code == 201
+            expect(hook.get_by_test_id("publisher-failures")).to_have_text("3", timeout=20_000)
+            expect(hook.get_by_test_id("publisher-lag")).to_have_text("0", timeout=20_000)
+            expect(hook.get_by_test_id("publisher-delivered")).to_have_text("2", timeout=10_000)
+            expect(hook.get_by_test_id("publisher-dead-letters")).to_have_text("0")
+            expect(hook.get_by_test_id("publisher-error")).to_have_text("")
+            state = http.get("/ops/publishers").json()["publishers"][0]
+            assert (state["failures"], state["delivered"], state["lagEvents"]) == (3, 2, 0)
     assert errors == []
 
 

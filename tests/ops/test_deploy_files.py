@@ -161,12 +161,16 @@ def test_dockerfile_builds_and_installs_the_three_distributions() -> None:
     met by the folders, not looked up on an index) and the image installs all three by name."""
     instructions = _instructions(DOCKERFILE.read_text())
     copied = {rest.split()[0] for kw, rest in instructions if kw == "COPY"}
-    words = " ".join(rest for kw, rest in instructions if kw == "RUN").split()
+    quoted = " ".join(rest for kw, rest in instructions if kw == "RUN").replace("'", "").split()
+    words = [re.sub(r"\[[a-z,]+\]", "", word) for word in quoted]  # extras aside
     wheel = words[words.index("wheel") :]
     for folder, distribution in DISTRIBUTIONS.items():
         assert f"{folder}/" in copied, f"the builder does not copy {folder}/"
         assert f"./{folder}" in wheel, f"the builder makes no wheel of ./{folder}"
         assert f"{distribution}=={version(distribution)}" in words, f"the image lacks {distribution}"
+    # The event publisher's NATS client comes with the service's extra, in the wheels and the image.
+    assert "./service[nats]" in quoted
+    assert f"paimon-coordinator[nats]=={version('paimon-coordinator')}" in quoted
 
 
 @pytest.mark.parametrize("dependent", ["paimon-coordinator-client", "paimon-coordinator"])

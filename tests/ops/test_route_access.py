@@ -44,6 +44,7 @@ SAMPLE_PATH = {
     "commit_user": "u",
     "identifier": "1",
     "consumer_id": "c1",
+    "letter_id": "1",
     "snapshot_id": "1",
     "version": "LATEST",
     "name": "v1",

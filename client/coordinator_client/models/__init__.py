@@ -87,6 +87,13 @@ from coordinator_client.models._ops import (
     TableStatsModel,
     TableTotalsModel,
 )
+from coordinator_client.models._publishers import (
+    DeadLetterModel,
+    DeadLettersResponse,
+    PublisherModel,
+    PublishersResponse,
+    RedeliveryResponse,
+)
 from coordinator_client.models._reads import (
     BucketSequenceModel,
     FileListResponse,
@@ -163,6 +170,8 @@ __all__ = [
     "CreateTableRequest",
     "CreateTagRequest",
     "DataFileModel",
+    "DeadLetterModel",
+    "DeadLettersResponse",
     "DeleteTagResponse",
     "DeletedFiles",
     "DropColumn",
@@ -192,7 +201,10 @@ __all__ = [
     "OverwriteSpec",
     "PartitionChangeModel",
     "PhaseLatencyModel",
+    "PublisherModel",
+    "PublishersResponse",
     "RecordedCommitModel",
+    "RedeliveryResponse",
     "ReleaseLockResponse",
     "RemoveOption",
     "RenameColumn",

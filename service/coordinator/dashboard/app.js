@@ -837,19 +837,19 @@ async function refreshOps() {
   const [consumers, publishers] = await Promise.allSettled([getJson("/ops/consumers"), getJson("/ops/publishers")]);
   const errors = [consumers, publishers].filter((r) => r.status === "rejected").map((r) => r.reason);
   if (errors.some((e) => e instanceof AuthNeeded)) throw new AuthNeeded();
+  // The consumers' lags count every table's events; the publishers' state is the admins'.
   if (consumers.status === "fulfilled") renderFeedConsumers(consumers.value);
-  else opsUnavailable("panel-feed-consumers", consumers.reason);
+  else opsUnavailable("panel-feed-consumers", consumers.reason, "shown to tokens that may read every table");
   if (publishers.status === "fulfilled") renderPublishers(publishers.value.publishers ?? []);
   else if (publishers.reason instanceof NotFound) renderPublishers([]); // a service without publishers
-  else opsUnavailable("panel-publishers", publishers.reason);
+  else opsUnavailable("panel-publishers", publishers.reason, "shown to admins");
   // A 404 is a service without publishers, a 403 a token that may not see lags: both said in their panel.
   return errors.filter((e) => !(e instanceof NotFound) && !(e instanceof Forbidden));
 }
 
-function opsUnavailable(testId, error) {
+function opsUnavailable(testId, error, whom) {
   if (!(error instanceof Forbidden)) return unavailable(testId, error);
-  // The lags count every table's events: only for admins and readers without a grant.
-  panel(testId, el("p", { class: "empty", "data-testid": "unavailable" }, "shown to tokens that may read every table"));
+  panel(testId, el("p", { class: "empty", "data-testid": "unavailable" }, whom));
 }
 
 function renderFeedConsumers(response) {
@@ -891,7 +891,7 @@ function renderPublishers(publishers) {
       el("td", { class: "message" }, p.target),
       num(p.cursor, { "data-testid": "publisher-cursor" }),
       num(count(p.lagEvents), { class: p.lagEvents ? "num rejected" : "num committed", "data-testid": "publisher-lag" }),
-      num(p.lagEvents ? duration(p.lagSeconds) : "—", { "data-testid": "publisher-lag-seconds" }),
+      num(p.lagEvents ? known(p.lagSeconds, duration) : "—", { "data-testid": "publisher-lag-seconds" }),
       num(count(p.delivered), { "data-testid": "publisher-delivered" }),
       num(count(p.failures), { class: p.failures ? "num rejected" : "num", "data-testid": "publisher-failures" }),
       num(count(p.deadLetters), { class: p.deadLetters ? "num rejected" : "num", "data-testid": "publisher-dead-letters" }),

@@ -15,6 +15,7 @@ from sqlalchemy import (
     LargeBinary,
     String,
     Text,
+    UniqueConstraint,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -317,3 +318,44 @@ class EventConsumerRow(Base):
     database: Mapped[str | None] = mapped_column(String(128), nullable=True)
     kind: Mapped[str | None] = mapped_column(String(32), nullable=True)
     last_seen_at: Mapped[float] = mapped_column(Float)
+
+
+class PublisherRow(Base):
+    """A publisher of the event feed (NATS JetStream, a webhook): how far it has delivered, and the
+    lease that lets one replica publish at a time (usecases/publishing/relay.py).
+
+    `cursor` only moves forward, and only by the lease's current holder (owner and epoch match), so a
+    replica that lost the lease cannot move it back or past what the new holder sent.
+    """
+
+    __tablename__ = "event_publishers"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    target: Mapped[str] = mapped_column(String(500))
+    cursor: Mapped[int] = mapped_column(BigInteger)
+    owner: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    epoch: Mapped[int] = mapped_column(BigInteger)
+    lease_expires_ms: Mapped[int] = mapped_column(BigInteger)
+    delivered: Mapped[int] = mapped_column(BigInteger)
+    failures: Mapped[int] = mapped_column(BigInteger)
+    last_error: Mapped[str | None] = mapped_column(String(500), nullable=True)
+
+
+class DeadLetterRow(Base):
+    """An event a webhook gave up on after its attempts; redelivered or dropped through the ops API."""
+
+    __tablename__ = "event_dead_letters"
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
+    publisher: Mapped[str] = mapped_column(String(128))
+    event_id: Mapped[int] = mapped_column(BigInteger)
+    attempts: Mapped[int] = mapped_column(Integer)
+    last_error: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    failed_at: Mapped[float] = mapped_column(Float)
+
+    __table_args__ = (
+        UniqueConstraint("publisher", "event_id", name="uq_event_dead_letters_publisher_event"),
+    )

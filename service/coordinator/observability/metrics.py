@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 # Commit phases run from sub-millisecond (conflict check) to seconds (a lock wait under contention).
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -118,6 +118,33 @@ class Metrics:
             "Commits sent on to the replica holding their table's lock, by result: answered (its answer "
             "passed back) or unreachable (committed here instead).",
             ["result"],
+            registry=r,
+        )
+        self.publisher_lag_events = Gauge(
+            "coordinator_publisher_lag_events",
+            "Events in the outbox a publisher (nats, webhook-<name>) has not delivered yet, as this "
+            "replica last saw it.",
+            ["publisher"],
+            registry=r,
+        )
+        self.publisher_lag_seconds = Gauge(
+            "coordinator_publisher_lag_seconds",
+            "Age of the oldest event a publisher has not delivered yet (0 when none), as this replica "
+            "last saw it.",
+            ["publisher"],
+            registry=r,
+        )
+        self.publisher_delivered = Counter(
+            "coordinator_publisher_delivered",
+            "Events a publisher delivered from this replica (acknowledged by JetStream, or answered 2xx "
+            "by the webhook).",
+            ["publisher"],
+            registry=r,
+        )
+        self.publisher_failures = Counter(
+            "coordinator_publisher_failures",
+            "Failed delivery attempts of a publisher from this replica (each retried after a backoff).",
+            ["publisher"],
             registry=r,
         )
         self.commits_refused = Counter(

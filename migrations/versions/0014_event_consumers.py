@@ -3,8 +3,8 @@
 GET /events and GET /events/stream with `consumer=<name>` record the cursor they delivered, the filter
 they read with and when; GET /ops/consumers shows each consumer's lag from it.
 
-Revision ID: 0013
-Revises: 0012
+Revision ID: 0014
+Revises: 0013
 Create Date: 2026-11-26
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0013"
-down_revision = "0012"
+revision = "0014"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 
