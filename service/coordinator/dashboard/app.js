@@ -636,7 +636,7 @@ async function refreshTable(tableId) {
   if (history.status === "fulfilled") {
     tableView.tableId = tableId;
     tableView.commits = history.value ? history.value.commits : [];
-    tableView.searched = search.user || search.ident || search.outcome;
+    tableView.searched = Boolean(search.user || search.ident || search.outcome || search.badIdent);
     renderHistory(search.badIdent);
     // The conflicts panel lists the table's latest conflicts whatever the search.
     if (!tableView.searched) renderTableConflicts(tableView.commits);
