@@ -7,6 +7,7 @@ usage: python bench/run.py [--quick] [--databases sqlite,postgres]
        python bench/run.py --transactions [--pairs 200] [--databases sqlite,postgres]
        python bench/run.py --streaming [--databases postgres,sqlite] [--commits 3000] [--baseline REV]
        python bench/run.py --events [--databases postgres,sqlite] [--commits 400] [--baseline REV]
+       python bench/run.py --flink [--rate 5000] [--seconds 40] [--writers 3] [--writer-rate 1000]
 
 Prints one table per database (metric | coordinator | pypaimon | ratio | target) and writes every raw
 number to bench/results/<timestamp>.json. With `--s3`, instead, the S3 benchmark of bench/s3_commits.py
@@ -17,8 +18,9 @@ and reads beside plain Spark's). With `--transactions`, a 2-table transaction be
 commits made in turn (bench/transactions.py). With `--streaming`, many streaming jobs committing at once
 (one table, 100 and 1,000 tables) on this work tree beside a baseline revision, with the floor of a commit
 (bench/streaming_load.py). With `--events`, the commit event feed: acknowledgement to consumer, and the
-1-file commit with and without the outbox (bench/event_feed.py). What is measured and how to read it:
-bench/README.md.
+1-file commit with and without the outbox (bench/event_feed.py). With `--flink`, Flink streaming jobs
+through the coordinator's REST catalog beside Paimon's filesystem catalog (bench/flink_streaming.py).
+What is measured and how to read it: bench/README.md.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ def main() -> int:
         from bench.streaming_load import main as run_streaming
 
         return run_streaming([a for a in argv if a != "--streaming"])
+    if "--flink" in argv:
+        from bench.flink_streaming import main as run_flink
+
+        return run_flink([a for a in argv if a != "--flink"])
     if "--events" in argv:
         from bench.event_feed import main as run_events
 

@@ -43,6 +43,7 @@ SAMPLE_PATH = {
     "table": "t",
     "tag": "v1",
     "view": "v1",
+    "letter_id": "1",
 }
 
 
