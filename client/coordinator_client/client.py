@@ -9,7 +9,7 @@ thrown into the flow as a TransportError at the step that caused it.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
@@ -18,38 +18,30 @@ import httpx
 from coordinator_client._async_client import AsyncCoordinatorClient
 from coordinator_client._events import Follower, events_page, long_poll_wait
 from coordinator_client._flows import Api
+from coordinator_client._maintenance_calls import MaintenanceCalls
 from coordinator_client._scan import ScanPlanStream, ScanScope
 from coordinator_client._steps import Flow, Pause, build_request, request_headers
 from coordinator_client.errors import CoordinatorClientError, TransportError
 from coordinator_client.models import (
     AuditListResponse,
-    CleanOrphansResponse,
     CommitHistoryResponse,
     CommitOutcomeResponse,
     CommitRequest,
     CommitResponse,
     CommitsOverviewResponse,
-    ConsumerListResponse,
-    ConsumerModel,
     CreateTableRequest,
-    DeleteTagResponse,
     EventModel,
     EventsResponse,
-    ExpireResponse,
     FileListResponse,
     HealthResponse,
     LockListResponse,
     OverviewResponse,
     ReleaseLockResponse,
-    RollbackResponse,
-    SchemaChange,
     SequenceNumbersResponse,
     SnapshotListResponse,
     SnapshotModel,
     TableListResponse,
     TableResponse,
-    TagListResponse,
-    TagModel,
     TransactionRequest,
     TransactionResponse,
 )
@@ -59,7 +51,7 @@ __all__ = ["AsyncCoordinatorClient", "CoordinatorClient"]
 _T = TypeVar("_T")
 
 
-class CoordinatorClient:
+class CoordinatorClient(MaintenanceCalls):
     """Blocking client of the coordinator's API v1. Thread-safe like the httpx.Client it wraps.
 
     Every method raises the errors of `coordinator_client.errors`; see coordinator_client._flows for
@@ -271,76 +263,6 @@ class CoordinatorClient:
         """The highest sequence number per (partition, bucket) of the latest live files, optionally of
         one partition: what a writer numbers its next files after."""
         return self._run(self._api.sequence_numbers(table_id, partition))
-
-    def set_options(
-        self, table_id: str, set: Mapping[str, str] | None = None, remove: Sequence[str] | None = None
-    ) -> TableResponse:
-        """Set and remove table options (e.g. snapshot.num-retained.max) as the next schema version.
-
-        BadRequest when an option cannot change on an existing table (bucket, primary-key...) or a
-        retention option is invalid; `field` names it, e.g. "set.bucket".
-        """
-        return self._run(self._api.set_options(table_id, set or {}, remove or ()))
-
-    def alter_table(
-        self, table_id: str, changes: Sequence[SchemaChange | Mapping[str, Any]]
-    ) -> TableResponse:
-        """Apply Paimon schema changes (models such as AddColumn, or their JSON), all or none, as the
-        table's next schema version; files written before read a new column as null.
-
-        BadRequest when a change is refused; `field` names it, e.g. "changes[1].newDataType".
-        """
-        return self._run(self._api.alter_table(table_id, changes))
-
-    def expire(self, table_id: str) -> ExpireResponse:
-        """Expire the snapshots the table's retention options allow now; tags and consumers keep theirs."""
-        return self._run(self._api.expire(table_id))
-
-    def list_tags(self, table_id: str) -> TagListResponse:
-        return self._run(self._api.list_tags(table_id))
-
-    def create_tag(self, table_id: str, name: str, snapshot_id: int | None = None) -> TagModel:
-        """Tag a retained snapshot (the latest by default): its files outlive expiration until the tag goes.
-
-        NotFound when the snapshot is not retained; Conflict when the tag exists.
-        """
-        return self._run(self._api.create_tag(table_id, name, snapshot_id))
-
-    def delete_tag(self, table_id: str, name: str) -> DeleteTagResponse:
-        """Delete a tag, and the files only it kept alive; NotFound when there is no such tag."""
-        return self._run(self._api.delete_tag(table_id, name))
-
-    def rollback(
-        self, table_id: str, *, snapshot_id: int | None = None, tag: str | None = None
-    ) -> RollbackResponse:
-        """Make a retained snapshot or a tag (give exactly one) the latest again.
-
-        Later snapshots and tags are removed with the files only they referenced; there is no undo.
-        """
-        return self._run(self._api.rollback(table_id, snapshot_id, tag))
-
-    def list_consumers(self, table_id: str) -> ConsumerListResponse:
-        return self._run(self._api.list_consumers(table_id))
-
-    def set_consumer(self, table_id: str, consumer_id: str, next_snapshot_id: int) -> ConsumerModel:
-        """Register or move a consumer: expiration keeps `next_snapshot_id` and later for it.
-
-        BadRequest (field nextSnapshotId) when that snapshot is expired or beyond the next one.
-        """
-        return self._run(self._api.set_consumer(table_id, consumer_id, next_snapshot_id))
-
-    def delete_consumer(self, table_id: str, consumer_id: str) -> None:
-        """Forget a consumer, so that expiration no longer waits for it; NotFound when there is none."""
-        self._run(self._api.delete_consumer(table_id, consumer_id))
-
-    def clean_orphans(
-        self, table_id: str, *, older_than_seconds: float = 86_400.0, dry_run: bool = False
-    ) -> CleanOrphansResponse:
-        """Delete the table's files that no retained snapshot or tag references; with `dry_run`, list them.
-
-        Only files older than `older_than_seconds` go: a younger one may belong to a commit on its way.
-        """
-        return self._run(self._api.clean_orphans(table_id, older_than_seconds, dry_run))
 
     def locks(self) -> LockListResponse:
         """Held locks: owner, epoch, acquired and expiry, and the commits waiting behind each."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import uuid
-from dataclasses import dataclass
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
@@ -28,6 +27,13 @@ from coordinator.storage.layout import TableLayout
 from coordinator.storage.store_uri import table_location
 from coordinator.usecases.snapshot_file import SnapshotFile
 from coordinator.usecases.snapshots_on_storage import find_latest_snapshot_id, latest_schema_id
+
+# Re-exported: callers name the table and its id helpers through the use case module.
+from coordinator.usecases.table import TABLE_LOCK_PREFIX as TABLE_LOCK_PREFIX
+from coordinator.usecases.table import Table as Table
+from coordinator.usecases.table import split_table_id as split_table_id
+from coordinator.usecases.table import table_id_of as table_id_of
+from coordinator.usecases.table import version_of as version_of
 from coordinator.usecases.table_events import table_event
 from coordinator.usecases.table_locations import (
     CREATED,
@@ -47,41 +53,6 @@ from coordinator.usecases.table_schema_rules import build_schema, check_supporte
 from coordinator.usecases.table_stats import stats_on_storage
 from coordinator_client.models import CreateTableRequest
 from paimon_format.schema import TableSchema
-
-
-@dataclass(frozen=True)
-class Table:
-    """A table as the commit path sees it; immutable, cached per id."""
-
-    id: str
-    database: str
-    name: str
-    uuid: str
-    location: str
-    shape: TableShape
-    layout: TableLayout
-
-    @property
-    def lock_id(self) -> str:
-        return f"{TABLE_LOCK_PREFIX}{self.id}"
-
-
-TABLE_LOCK_PREFIX = "table:"
-
-
-def version_of(table: Table) -> repo.TableVersion:
-    """Which table and schema `table` was read as: what its row must still say for it to be current."""
-    return repo.TableVersion(table.uuid, table.shape.schema.id)
-
-
-def table_id_of(database: str, name: str) -> str:
-    return f"{database}.{name}"
-
-
-def split_table_id(table_id: str) -> tuple[str, str]:
-    """(database, name); database names hold no dot, so the first one separates them."""
-    database, _, name = table_id.partition(".")
-    return database, name
 
 
 class Tables:
