@@ -20,6 +20,7 @@ from typing import Any, Final, TypeVar, cast
 
 import fastavro
 
+from paimon_format.avro_container import raw_blocks, read_header
 from paimon_format.entry_encoding import EntryEncoder, encode_entries, zigzag
 
 # The records, imported from here by every caller of the codec.
@@ -34,6 +35,10 @@ from paimon_format.manifest_model import SimpleStats as SimpleStats
 _VERSION: Final = 2
 _CODEC: Final = "zstandard"  # Paimon's default manifest.compression is zstd
 _SYNC_INTERVAL: Final = 64_000  # Java Avro's
+_COPYABLE: Final = (b"zstandard", b"null")
+_COPIED_BLOCK_RECORDS: Final = 64
+"""A zstd block of at least this many entries is copied by a merge as it is: a joined block of small
+manifests has hundreds, a streaming commit's manifest a few."""
 
 if sys.version_info >= (3, 14):
     from compression import zstd
@@ -142,14 +147,14 @@ _PARSED_MANIFEST_LIST: Final = fastavro.parse_schema(dict(MANIFEST_LIST_SCHEMA))
 _PARSED_SCHEMAS: Final = {"manifest": _PARSED_MANIFEST, "manifest-list": _PARSED_MANIFEST_LIST}
 
 
-def _schema_text(parsed: Any) -> str:
+def _schema_bytes(parsed: Any) -> bytes:
     """The schema as this module writes it into a container's header."""
     buffer = io.BytesIO()
     fastavro.writer(buffer, parsed, [])
-    return str(fastavro.block_reader(io.BytesIO(buffer.getvalue())).metadata["avro.schema"])
+    return read_header(buffer.getvalue()).metadata["avro.schema"]
 
 
-_MANIFEST_SCHEMA_TEXT: Final = _schema_text(_PARSED_MANIFEST)
+_MANIFEST_SCHEMA_BYTES: Final = _schema_bytes(_PARSED_MANIFEST)
 _INT_RANGE: Final = range(-0x8000_0000, 0x8000_0000)
 _LONG_RANGE: Final = range(-(2**63), 2**63)
 
@@ -239,19 +244,48 @@ def manifest_container(records: Sequence[bytes]) -> bytes:
 
 
 def concatenate_manifests(files: Sequence[bytes]) -> bytes | None:
-    """One manifest file holding the entries of `files` in order, made by copying their Avro blocks
-    (decompressed and compressed again, never decoded); None when a file was written with another
-    schema than ours, whose blocks could not be copied as they are."""
-    buffer = io.BytesIO()
-    writer = fastavro.write.Writer(buffer, _PARSED_MANIFEST, codec=_CODEC, sync_interval=64_000)
-    for data in files:
-        blocks = fastavro.block_reader(io.BytesIO(data))
-        if blocks.metadata.get("avro.schema") != _MANIFEST_SCHEMA_TEXT:
-            return None
-        for block in blocks:
-            writer.write_block(block)
-    writer.flush()
-    return buffer.getvalue()
+    """One manifest file holding the entries of `files` in order, made by copying their Avro blocks,
+    never decoding an entry; None when a file was written with another schema than ours, or a codec
+    other than zstd or none, whose blocks could not be copied as they are, or one that is damaged.
+
+    A merged manifest is merged again at every later minor merge until it reaches the target size, so
+    its cost must not grow with it: a full block is copied still compressed, and only the small blocks
+    (one per small manifest) are decompressed and joined into full ones, which later merges copy."""
+    header = _header("manifest")
+    sync = header[-16:]
+    parts: list[bytes | memoryview] = [header]
+    small: list[bytes] = []
+    small_count = small_size = 0
+
+    def flush_small() -> None:
+        nonlocal small_count, small_size
+        if small_count:
+            compressed = zstd.compress(b"".join(small))
+            parts.extend((zigzag(small_count), zigzag(len(compressed)), compressed, sync))
+            small.clear()
+            small_count = small_size = 0
+
+    try:
+        for data in files:
+            container = read_header(data)
+            codec = container.codec
+            if container.metadata.get("avro.schema") != _MANIFEST_SCHEMA_BYTES or codec not in _COPYABLE:
+                return None
+            for block in raw_blocks(data, container):
+                if codec == b"zstandard" and block.count >= _COPIED_BLOCK_RECORDS:
+                    flush_small()
+                    parts.extend((zigzag(block.count), zigzag(len(block.data)), block.data, sync))
+                    continue
+                records = zstd.decompress(block.data) if codec == b"zstandard" else bytes(block.data)
+                small.append(records)
+                small_count += block.count
+                small_size += len(records)
+                if small_size >= _SYNC_INTERVAL:
+                    flush_small()
+    except (ValueError, zstd.ZstdError):
+        return None  # not a file to copy blocks from: the merge decodes it, and says what is wrong
+    flush_small()
+    return b"".join(parts)
 
 
 def encode_entry(entry: ManifestEntry) -> bytes:
