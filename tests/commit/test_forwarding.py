@@ -3,6 +3,10 @@
 Real `coordinator serve` processes on one PostgreSQL database and one warehouse. Where a test needs the
 lock held at a known moment, it writes the lock row itself, as a holder would: the owner, a live lease
 and the URL the holder answers at.
+
+A replica asks where a table's lock is held only once it has found that lock held by another (asking is
+a round trip a table written through one replica never needs): the first commit waits for the lock, and
+the tests below first let the replica meet the held lock that way.
 """
 
 from __future__ import annotations
@@ -112,6 +116,18 @@ def _now_ms(conn: Any) -> int:
     return int(now.scalar_one())
 
 
+def found_held_elsewhere(
+    replica: ServedCoordinator, database: str, table: PaimonTable, holder_url: str
+) -> None:
+    """Let `replica` meet the table's lock held by the holder at `holder_url`: its commit waits for the
+    lock, is made there, and is not sent on."""
+    release = held_for_a_second(database, table.id, holder_url)
+    response = replica.http.post(f"/tables/{table.id}/commits", json=commit_body(table, range(1000, 1001)))
+    release.join()
+    assert response.status_code == 201, response.text
+    assert forwarded(replica, "answered") == forwarded(replica, "unreachable") == 0
+
+
 def forwarded(replica: ServedCoordinator, result: str) -> float:
     """coordinator_commits_forwarded_total{result=...} as the replica's /metrics say."""
     metrics = replica.http.get("/metrics").text
@@ -130,6 +146,7 @@ def test_a_commit_reaching_a_replica_that_does_not_hold_the_lock_is_committed_by
 ) -> None:
     a, b = replicas
     table = events_table(a)
+    found_held_elsewhere(b, database, table, a.url)
     release = held_for_a_second(database, table.id, a.url)  # A holds it; its next commit waits for the test
     held = b.http.get("/locks").json()["locks"]
     assert [(lock["tableId"], lock["holderUrl"]) for lock in held] == [(table.id, a.url)]
@@ -138,10 +155,24 @@ def test_a_commit_reaching_a_replica_that_does_not_hold_the_lock_is_committed_by
 
     release.join()
     assert response.status_code == 201, response.text
-    assert response.json()["snapshots"][0]["id"] == 1
+    assert response.json()["snapshots"][0]["id"] == 2
     assert forwarded(b, "answered") == 1
     assert commit_posts(a, f"/tables/{table.id}/commits") == 1  # B's, passed on
-    assert sorted(r["id"] for r in pypaimon_rows(warehouse, table.id)) == list(range(10))
+    assert sorted(r["id"] for r in pypaimon_rows(warehouse, table.id)) == [*range(10), 1000]
+
+
+def test_a_replica_that_never_found_the_lock_held_elsewhere_does_not_ask_where_it_is(
+    replicas: list[ServedCoordinator], database: str
+) -> None:
+    a, b = replicas
+    table = events_table(a)
+    b_commits = f"/tables/{table.id}/commits"
+    for first in (0, 10):  # B alone writes the table: no question, no forwarding
+        assert b.http.post(b_commits, json=commit_body(table, range(first, first + 10))).status_code == 201
+
+    found_held_elsewhere(b, database, table, a.url)  # now B has met it held, and waited
+
+    assert commit_posts(a, b_commits) == 0
 
 
 def test_a_forwarded_commit_is_never_passed_on_again(
@@ -170,13 +201,14 @@ def test_a_holder_that_cannot_be_reached_is_not_waited_for_the_commit_is_made_he
     a, b = replicas
     table = events_table(a)
     nobody = f"http://127.0.0.1:{free_port()}"
+    found_held_elsewhere(b, database, table, nobody)
     hold_lock(database, table.id, nobody, lease_ms=1_500)  # a holder that died: its lease runs out
 
     response = b.http.post(f"/tables/{table.id}/commits", json=commit_body(table, range(7)))
 
     assert response.status_code == 201, response.text
     assert forwarded(b, "unreachable") == 1
-    assert sorted(r["id"] for r in pypaimon_rows(warehouse, table.id)) == list(range(7))
+    assert sorted(r["id"] for r in pypaimon_rows(warehouse, table.id)) == [*range(7), 1000]
 
 
 def test_writers_on_both_replicas_share_the_holders_groups_and_every_commit_lands_once(
@@ -222,12 +254,16 @@ def test_a_paimon_engines_rest_commit_is_forwarded_to_the_holder_too(
     catalog = rest_catalog(b.url)
     schema = pa.schema([("dt", pa.string()), ("id", pa.int64())])
     table = create_rest_table(catalog, "sales.rest_events", schema, partition_keys=["dt"])
-    commit, messages = prepare(table, pa.table({"dt": ["2024-01-01"] * 3, "id": [1, 2, 3]}, schema=schema))
-    release = held_for_a_second(database, "sales.rest_events", a.url)
+    rest_commit = f"/v1/{CATALOG_NAME}/databases/sales/tables/rest_events/commit"
+    for ids in ([0], [1, 2, 3]):  # the first meets the lock held and waits; the second is sent on
+        commit, messages = prepare(
+            table, pa.table({"dt": ["2024-01-01"] * len(ids), "id": ids}, schema=schema)
+        )
+        release = held_for_a_second(database, "sales.rest_events", a.url)
 
-    commit.commit(messages)  # pypaimon's own POST .../commit, to B
+        commit.commit(messages)  # pypaimon's own POST .../commit, to B
 
-    release.join()
+        release.join()
     assert forwarded(b, "answered") == 1
-    assert commit_posts(a, f"/v1/{CATALOG_NAME}/databases/sales/tables/rest_events/commit") == 1
-    assert sorted(r["id"] for r in pypaimon_rows(warehouse, "sales.rest_events")) == [1, 2, 3]
+    assert commit_posts(a, rest_commit) == 1
+    assert sorted(r["id"] for r in pypaimon_rows(warehouse, "sales.rest_events")) == [0, 1, 2, 3]

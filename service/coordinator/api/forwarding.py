@@ -7,7 +7,8 @@ with the lock) passes the request on as it came, before it takes any lock itself
 with its own commits and answers them together. The forwarded request is marked, so it is never passed
 on again: it waits for the lock where it arrived. A holder that cannot be reached is not waited for:
 the commit is made here instead (a resend of one the holder did commit is answered from its record, as
-any resend).
+any resend). The question costs a round trip, so it is asked only about a table whose lock this replica
+found held by another lately (locks/lock_table.py, holder_elsewhere).
 """
 
 from __future__ import annotations

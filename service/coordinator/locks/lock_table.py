@@ -9,6 +9,7 @@ that the commit point checks, so a holder that paused past its lease cannot publ
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 
 from sqlalchemy import Connection, Engine, select, text
@@ -24,6 +25,11 @@ _MIN_WAIT = 0.002
 MAX_POLL_SECONDS = 0.05
 """The longest a waiter in another process sleeps between attempts: a holder that lets go for longer
 than this between two holds is sure to let every such waiter try once."""
+
+CONTENDED_SECONDS = 10.0
+"""How long after finding a lock held by another this replica still asks where it is held
+(holder_elsewhere): the question is a round trip, and a table written through one replica only, the
+usual case, never needs it."""
 
 
 class LockTable:
@@ -91,6 +97,8 @@ class LockTable:
         # over at once instead of after a backoff; waiters in other processes still poll.
         self._released: dict[str, threading.Condition] = {}
         self._guard = threading.Lock()
+        self._contended: dict[str, float] = {}
+        """lock_id -> when (time.monotonic) this replica last found it held by someone else."""
 
     def still_held(self, conn: Connection, lease: Lease) -> bool:
         """In the caller's transaction: whether the lease is ours and alive. The row stays locked until
@@ -117,11 +125,13 @@ class LockTable:
         with autocommit(self._engine) as conn:
             exists = conn.execute(select(LockRow.lock_id).where(LockRow.lock_id == lock_id)).first()
         if exists is not None:
+            self._found_held(lock_id)
             return None
         try:
             with autocommit(self._engine) as conn:
                 conn.execute(self._create, params)
         except IntegrityError:
+            self._found_held(lock_id)
             return None  # another acquirer created the row first
         return Lease(lock_id, owner, 1)
 
@@ -143,6 +153,9 @@ class LockTable:
             if missing:
                 created = conn.execute(self._create_many, {**params, "lock_ids": missing}).scalars().all()
                 taken.update((lock_id, 1) for lock_id in created)
+        for lock_id in lock_ids:
+            if lock_id not in taken:
+                self._found_held(lock_id)
         return {lock_id: Lease(lock_id, owner, int(epoch)) for lock_id, epoch in taken.items()}
 
     def acquire(self, lock_id: str, owner: str, timeout_seconds: float) -> Lease:
@@ -169,12 +182,24 @@ class LockTable:
         return lease
 
     def holder_elsewhere(self, lock_id: str) -> str | None:
-        """The URL of another replica holding the lock now, if it recorded one."""
+        """The URL of another replica holding the lock now, if it recorded one. Asked of the database
+        only for a lock this replica found held by another in the last CONTENDED_SECONDS (while the
+        answer names a holder, it keeps asking): the first commit of a table held elsewhere waits for
+        the lock, the ones after it are sent on."""
         if self._holder_url is None:
             return None  # this replica cannot be reached for forwarding: it does not forward either
+        seen = self._contended.get(lock_id)
+        if seen is None or time.monotonic() - seen > CONTENDED_SECONDS:
+            return None
         with read_only(self._engine) as conn:
             found = conn.execute(self._holder_elsewhere, {"lock_id": lock_id, "url": self._holder_url})
-            return found.scalar()
+            url: str | None = found.scalar()
+        if url is not None:
+            self._found_held(lock_id)
+        return url
+
+    def _found_held(self, lock_id: str) -> None:
+        self._contended[lock_id] = time.monotonic()
 
     def renew(self, lease: Lease) -> bool:
         """Extend the lease from now; False if it was lost."""
