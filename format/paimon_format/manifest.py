@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import io
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final, TypeVar, cast
@@ -216,6 +217,18 @@ def _header(schema_name: str) -> bytes:
     return buffer.getvalue()
 
 
+_compressors = threading.local()
+
+
+def _compressed(data: bytes) -> bytes:
+    """`data` as one zstd frame, by this thread's compressor: zstd.compress() sets up a new context for
+    every call, which costs more than compressing a small commit's manifest."""
+    compressor: zstd.ZstdCompressor | None = getattr(_compressors, "compressor", None)
+    if compressor is None:
+        compressor = _compressors.compressor = zstd.ZstdCompressor()
+    return compressor.compress(data, mode=zstd.ZstdCompressor.FLUSH_FRAME)
+
+
 def _container(schema_name: str, records: Sequence[bytes]) -> bytes:
     """One Avro container file of records already encoded, in order: the header, then blocks cut as soon
     as they reach the sync interval, each compressed with zstd and followed by the sync marker (what
@@ -227,7 +240,7 @@ def _container(schema_name: str, records: Sequence[bytes]) -> bytes:
     for end, record in enumerate(records, 1):
         size += len(record)
         if size >= _SYNC_INTERVAL or end == len(records):
-            compressed = zstd.compress(b"".join(records[start:end]))
+            compressed = _compressed(b"".join(records[start:end]))
             parts += (zigzag(end - start), zigzag(len(compressed)), compressed, sync)
             start, size = end, 0
     return b"".join(parts)
@@ -260,7 +273,7 @@ def concatenate_manifests(files: Sequence[bytes]) -> bytes | None:
     def flush_small() -> None:
         nonlocal small_count, small_size
         if small_count:
-            compressed = zstd.compress(b"".join(small))
+            compressed = _compressed(b"".join(small))
             parts.extend((zigzag(small_count), zigzag(len(compressed)), compressed, sync))
             small.clear()
             small_count = small_size = 0
