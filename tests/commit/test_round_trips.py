@@ -60,3 +60,27 @@ def test_a_one_file_commit_makes_at_most_six_round_trips(api: TestClient, wareho
     with services.engine.connect() as conn:
         assert repo.unpublished_snapshots(conn, table.id) == []
     assert services.locks.try_acquire(f"{TABLE_LOCK_PREFIX}{table.id}", "a test") is not None
+
+
+def test_the_commit_points_statement_is_not_parsed_again_for_every_commit(
+    api: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from psycopg import _queries
+
+    parsed_again: list[int] = []
+    uncached = _queries._query2pg_nocache
+
+    def counted(*args: object) -> object:
+        parsed_again.append(len(args[0]))  # type: ignore[arg-type]
+        return uncached(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_queries, "_query2pg_nocache", counted)
+    table = create_table(
+        api, "rt", f"t_{uuid.uuid4().hex[:6]}", {"dt": "STRING", "id": "BIGINT"}, partitionKeys=["dt"]
+    )
+    for identifier in range(1, 5):
+        commit_one_file(api, table, identifier)
+
+    # psycopg converts a statement's placeholders once and remembers it, but only up to a length the
+    # commit point's statement (several kilobytes) is beyond unless the engine raises it.
+    assert parsed_again == []
