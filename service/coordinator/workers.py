@@ -100,8 +100,8 @@ class Supervisor:
             while not self._stop.is_set():
                 self._watch()
                 self._stop.wait(WATCH_SECONDS)
-            self._stop_all()
         finally:
+            self._stop_all()  # after a failure of the supervisor's own too: no worker is left behind
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         return 0
@@ -129,6 +129,7 @@ class Supervisor:
         for slot in self._slots:
             process = slot.process
             if process is not None and process.exitcode is not None:
+                pid, code = process.pid, process.exitcode
                 self._forget(process)
                 slot.process = None
                 ran = now - slot.started_at
@@ -138,8 +139,8 @@ class Supervisor:
                 log.warning(
                     "worker %d (pid %s) exited with code %s after %.1fs; restarting it in %.1fs",
                     slot.index,
-                    process.pid,
-                    process.exitcode,
+                    pid,
+                    code,
                     ran,
                     backoff,
                 )
