@@ -27,6 +27,33 @@ def process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime (proc(5) fields 14 and 15)
 
 
+def process_tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process `pid` and all its descendants (a `coordinator serve --workers`
+    parent and its workers): each live one's own, plus what its children that ended and were reaped
+    used (`cutime`, `cstime`: a worker that was restarted). For a process without children this is
+    process_cpu_seconds(pid)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                parents[int(entry)] = int(_stat(int(entry))[1])
+            except OSError:  # gone meanwhile
+                continue
+    tree, frontier = [pid], [pid]
+    while frontier:
+        frontier = [child for child, parent in parents.items() if parent in frontier]
+        tree += frontier
+    ticks = 0
+    for member in tree:
+        try:
+            ticks += sum(int(x) for x in _stat(member)[11:15])  # utime, stime, cutime, cstime
+        except OSError:
+            if member == pid:
+                raise
+            continue  # ended between the two reads: counted in its parent's cutime once reaped
+    return ticks / CLOCK_TICKS
+
+
 def postmaster_pid(database_url: str) -> int | None:
     """The pid of the PostgreSQL server behind `database_url` when it runs on this machine, else None.
 

@@ -71,8 +71,17 @@ class CoordinatorProcess:
     repository's by default, another revision's for a baseline (bench/replicas.py).
     """
 
-    def __init__(self, database_url: str, warehouse: Path | str, log_path: Path, source: Path = REPO) -> None:
+    def __init__(
+        self,
+        database_url: str,
+        warehouse: Path | str,
+        log_path: Path,
+        source: Path = REPO,
+        workers: int | None = None,
+    ) -> None:
+        """`workers`: run with `--workers N` (a revision without the flag refuses it: leave it None)."""
         self.port = free_port()
+        self.workers = workers
         self.source = source
         self.url = f"http://127.0.0.1:{self.port}"
         self.warehouse = warehouse
@@ -106,6 +115,9 @@ class CoordinatorProcess:
             "--port",
             str(self.port),
         ]
+        if self.workers is not None:
+            # Each worker advertises its own private port (scheme and host of COORDINATOR_ADVERTISE_URL).
+            cmd += ["--workers", str(self.workers)]
         with open(self._log_path, "ab") as log:
             self._process = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
         self._wait_healthy()

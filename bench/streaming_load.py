@@ -1,7 +1,7 @@
 """Catalog-wide capacity (issue 32): many streaming jobs committing at once to one coordinator.
 
 usage: python bench/run.py --streaming [--databases postgres,sqlite] [--commits 3000] [--baseline cf0dd7d]
-                           [--senders 32] [--sequential 200] [--spread 100,1000]
+                           [--senders 32] [--sequential 200] [--spread 100,1000] [--workers N]
 
 On each database two `coordinator serve` subprocesses run side by side, each on a fresh database and
 warehouse: this work tree's and a baseline revision's (`git archive`, as for the replica case). Each
@@ -18,7 +18,8 @@ A sender is a thread with its own keep-alive httpx client, its own commitUser an
 as a streaming job commits one checkpoint after another; every commit adds one real 10-row parquet file
 written before the clock starts, and every table has had one untimed commit before (a streaming job's
 table is not new). Per load and side: commits/s, the client's p50 and p99, the service's CPU per commit
-(/proc/<pid>/stat), database round trips per commit (`coordinator_db_round_trips_total` on GET /metrics;
+(/proc/<pid>/stat; with `--workers N`, the work tree's service runs N workers and its CPU is the parent's
+and every worker's), database round trips per commit (`coordinator_db_round_trips_total` on GET /metrics;
 n/a for a revision without it) and the senders' own CPU. Afterwards pypaimon reads every table back:
 every acknowledged commit's rows exactly once, or the run fails.
 """
@@ -45,7 +46,7 @@ from sqlalchemy import Engine, create_engine, text
 
 from bench import floor
 from bench.coordinator_bench import commit_body, commit_with_retry, create_table, new_client
-from bench.cpu import postmaster_pid, process_cpu_seconds, server_cpu_seconds
+from bench.cpu import postmaster_pid, process_tree_cpu_seconds, server_cpu_seconds
 from bench.data import ROWS_PER_FILE, partition_of, rows
 from bench.procs import exit_on_sigterm, progress
 from bench.replicas import check_source, checkout, resolve
@@ -163,14 +164,18 @@ class Side:
 
 
 @contextmanager
-def side(name: str, revision_id: str, source: Path, database: str, root: Path) -> Iterator[Side]:
-    """`source`'s service on a fresh database and warehouse under `root`; stopped (and the PostgreSQL
-    database dropped) on exit."""
+def side(
+    name: str, revision_id: str, source: Path, database: str, root: Path, workers: int | None = None
+) -> Iterator[Side]:
+    """`source`'s service on a fresh database and warehouse under `root` (with `--workers` when given);
+    stopped (and the PostgreSQL database dropped) on exit."""
     warehouse = root / "warehouse"
     warehouse.mkdir(parents=True)
     with ExitStack() as stack:
         url = sqlite_url(root) if database == "sqlite" else stack.enter_context(postgres_database())
-        service = stack.enter_context(CoordinatorProcess(url, warehouse, root / "service.log", source))
+        service = stack.enter_context(
+            CoordinatorProcess(url, warehouse, root / "service.log", source, workers=workers)
+        )
         postmaster, statistics = None, None
         if database != "sqlite":
             postmaster = postmaster_pid(url)
@@ -350,7 +355,7 @@ class Counters:
         postgres = None if side.postmaster is None else server_cpu_seconds(side.postmaster)
         return Counters(
             round_trips(metrics_text(side.service.url)),
-            process_cpu_seconds(side.service.pid),
+            process_tree_cpu_seconds(side.service.pid),  # with --workers: the parent and every worker
             postgres,
             side.postgres_sessions(),
         )
@@ -558,14 +563,21 @@ def run_load(sides: Sequence[Side], load: Load) -> dict[str, dict[str, Any]]:
 
 
 def run_database(
-    database: str, root: Path, baseline: tuple[str, Path], load_list: Sequence[Load]
+    database: str,
+    root: Path,
+    baseline: tuple[str, Path],
+    load_list: Sequence[Load],
+    workers: int | None = None,
 ) -> dict[str, Any]:
-    """Both services on `database`; the floor, then each load on both, the sides taking turns going first."""
+    """Both services on `database` (the work tree's with `workers`); the floor, then each load on both,
+    the sides taking turns going first."""
     started = time.perf_counter()
     ours = revision()
     with ExitStack() as stack:
         sides = [
-            stack.enter_context(side("work tree", ours["commit"], REPO, database, root / "work-tree")),
+            stack.enter_context(
+                side("work tree", ours["commit"], REPO, database, root / "work-tree", workers)
+            ),
             stack.enter_context(side("baseline", baseline[0][:7], baseline[1], database, root / "baseline")),
         ]
         progress(
@@ -727,10 +739,18 @@ def main(argv: Sequence[str]) -> int:
         default=",".join(map(str, SPREAD)),
         help="table counts of the spread loads, comma-separated (default 100,1000; targets: the first)",
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="serve the work tree with `coordinator serve --workers N` (the baseline as it starts)",
+    )
     args = parser.parse_args(argv)
     databases = [d.strip() for d in args.databases.split(",") if d.strip()]
     if not databases or set(databases) - set(DATABASES):
         parser.error(f"--databases: choose from {', '.join(DATABASES)}")
+    if args.workers is not None and args.workers > 1 and "sqlite" in databases:
+        parser.error("--workers above 1 needs PostgreSQL: --databases postgres")
     spread = [int(n) for n in args.spread.split(",") if n.strip()]
     if not spread or min(args.commits, args.senders, args.sequential, *spread) < 1:
         parser.error("--commits, --senders, --sequential and --spread: at least 1")
@@ -742,6 +762,7 @@ def main(argv: Sequence[str]) -> int:
         "environment": environment(),
         "baseline": baseline,
         "senders": args.senders,
+        "workers": args.workers,
         "loads": [load.__dict__ for load in load_list],
         "load_average_start": os.getloadavg(),
         "databases": {},
@@ -753,7 +774,7 @@ def main(argv: Sequence[str]) -> int:
         for database in databases:
             try:
                 results["databases"][database] = run_database(
-                    database, Path(tmp) / database, (baseline, source), load_list
+                    database, Path(tmp) / database, (baseline, source), load_list, args.workers
                 )
             except Exception:
                 results["databases"][database] = {"error": traceback.format_exc()}

@@ -22,6 +22,7 @@ _FLAGS = {
     "warehouse": "--warehouse",
     "host": "--host",
     "port": "--port",
+    "workers": "--workers",
     "lock_lease_seconds": "--lock-lease-seconds",
     "lock_acquire_timeout_seconds": "--lock-acquire-timeout-seconds",
     "require_tokens": "--require-tokens",
@@ -46,17 +47,18 @@ def _serve(args: argparse.Namespace) -> int:
     settings = _settings(args)
     configure_logging(settings.log_format)
     log = logging.getLogger(__name__)
-    refused = settings.unprotected_bind_refused()
+    refused = settings.unprotected_bind_refused() or settings.workers_refused()
     if refused is not None:
         log.error(refused)
         return 2
     log.info(
-        "coordinator on http://%s:%d, database %s, warehouse %s, locks %s",
+        "coordinator on http://%s:%d, database %s, warehouse %s, locks %s%s",
         settings.host,
         settings.port,
         settings.database_url.split("@")[-1],
         redacted(settings.warehouse),
         settings.lock_backend,
+        f", {settings.workers} workers" if settings.workers > 1 else "",
     )
     if not settings.require_tokens:
         log.warning(
@@ -64,6 +66,10 @@ def _serve(args: argparse.Namespace) -> int:
             "COORDINATOR_REQUIRE_TOKENS=true and create tokens with `coordinator tokens create`",
             settings.host,
         )
+    if settings.workers > 1:
+        from coordinator.workers import serve_workers
+
+        return serve_workers(settings)
     uvicorn.run(
         create_app(settings),
         host=settings.host,
@@ -182,6 +188,12 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--warehouse", help="folder or filesystem URI of the tables (COORDINATOR_WAREHOUSE)")
     serve.add_argument("--host", help="bind address (COORDINATOR_HOST)")
     serve.add_argument("--port", type=int, help="port (COORDINATOR_PORT)")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        help="processes serving the port together, one per core; more than 1 needs PostgreSQL "
+        "(COORDINATOR_WORKERS)",
+    )
     serve.add_argument(
         "--lock-lease-seconds", type=float, help="table lock lease (COORDINATOR_LOCK_LEASE_SECONDS)"
     )

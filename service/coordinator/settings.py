@@ -29,6 +29,14 @@ class Settings(BaseSettings):
     warehouse: str = Field(default="./warehouse", description="folder or filesystem URI", repr=False)
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=1, le=65535)
+    workers: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="processes serving (host, port) together, each a replica of its own on the one "
+        "database (a commit to a table another worker holds is forwarded to it); more than 1 needs "
+        "PostgreSQL",
+    )
     lock_lease_seconds: float = Field(default=30.0, gt=0, description="lease of a table lock")
     lock_acquire_timeout_seconds: float = Field(default=30.0, ge=0, description="then 503 + Retry-After")
     commit_queue_max_wait_seconds: float | None = Field(
@@ -229,6 +237,16 @@ class Settings(BaseSettings):
             f"refusing to serve on {self.host} without access control: set COORDINATOR_REQUIRE_TOKENS=true "
             "(and create tokens with `coordinator tokens create`), or COORDINATOR_ALLOW_OPEN_BIND=true"
         )
+
+    def workers_refused(self) -> str | None:
+        """Why serving with this many workers cannot work, or None if it can."""
+        if self.workers > 1 and self.database_url.startswith("sqlite"):
+            return (
+                f"refusing to serve with workers={self.workers} on SQLite: SQLite serialises writers across "
+                "processes, so more workers would only wait on each other; set COORDINATOR_WORKERS=1 "
+                "(--workers 1) or use PostgreSQL (COORDINATOR_DATABASE_URL=postgresql://...)"
+            )
+        return None
 
 
 def _is_loopback(host: str) -> bool:

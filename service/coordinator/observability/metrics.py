@@ -1,8 +1,18 @@
-"""Prometheus metrics of one service instance, on a registry of its own (so tests can run several)."""
+"""Prometheus metrics of one service instance, on a registry of its own (so tests can run several).
+
+Under `coordinator serve --workers N` (workers.py) the parent sets PROMETHEUS_MULTIPROC_DIR before it
+starts the workers: prometheus_client then keeps every worker's values in files there, and the exposition
+of any worker sums the counters and histograms of all of them, including those of workers that exited.
+"""
 
 from __future__ import annotations
 
+import os
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
+
+SHARED_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 
 # Commit phases run from sub-millisecond (conflict check) to seconds (a lock wait under contention).
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -14,6 +24,8 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self.shared_dir = os.environ.get(SHARED_DIR_VARIABLE) or None
+        """Where the workers of one coordinator keep their values, or None with one process."""
         r = self.registry
         self.commits = Counter(
             "coordinator_commits",
@@ -126,6 +138,7 @@ class Metrics:
             "replica last saw it.",
             ["publisher"],
             registry=r,
+            multiprocess_mode="livemostrecent",  # the latest look of a live worker
         )
         self.publisher_lag_seconds = Gauge(
             "coordinator_publisher_lag_seconds",
@@ -133,6 +146,7 @@ class Metrics:
             "last saw it.",
             ["publisher"],
             registry=r,
+            multiprocess_mode="livemostrecent",
         )
         self.publisher_delivered = Counter(
             "coordinator_publisher_delivered",
@@ -162,5 +176,9 @@ class Metrics:
         )
 
     def exposition(self) -> bytes:
-        """The text format Prometheus scrapes."""
-        return generate_latest(self.registry)
+        """The text format Prometheus scrapes: this process's values, or with workers the sums of all."""
+        if self.shared_dir is None:
+            return generate_latest(self.registry)
+        every_worker = CollectorRegistry()
+        MultiProcessCollector(every_worker, path=self.shared_dir)  # type: ignore[no-untyped-call]
+        return generate_latest(every_worker)
