@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import text
 
 from coordinator.db import repositories as repo
 from coordinator.services import Services
@@ -84,3 +85,45 @@ def test_the_commit_points_statement_is_not_parsed_again_for_every_commit(
     # psycopg converts a statement's placeholders once and remembers it, but only up to a length the
     # commit point's statement (several kilobytes) is beyond unless the engine raises it.
     assert parsed_again == []
+
+
+GROUP_ROUND_TRIPS = 4 + 6
+"""At most this many for a group of six appends to one table: the lock, the group's context, one
+commit-point statement and one finish, plus each commit's live-file probe (a transaction per group, as
+before, made it 23)."""
+
+
+def test_a_group_of_appends_is_recorded_by_one_statement(api: TestClient, warehouse: Path) -> None:
+    from tests.commit.test_group_commit import Queued
+
+    services: Services = api.app.state.services  # type: ignore[attr-defined]
+    table = create_table(
+        api, "rt", f"t_{uuid.uuid4().hex[:6]}", {"dt": "STRING", "id": "BIGINT"}, partitionKeys=["dt"]
+    )
+    commit_one_file(api, table, 1)
+    outside = services.locks.acquire(f"{TABLE_LOCK_PREFIX}{table.id}", "a test", timeout_seconds=5)
+    queued = Queued(services, table)
+    for identifier in range(2, 8):
+        row = {"dt": "2024-01-01", "id": identifier}
+        messages = [table.message(row, newFiles=[table.append_file([row])])]
+        queued.send(str(identifier), {"commitUser": "stream", "identifier": identifier, "messages": messages})
+    services.locks.release(outside)
+
+    before = round_trips(services)
+    queued.join()
+    spent = round_trips(services) - before
+
+    assert {queued.response(str(i)).group_size for i in range(2, 8)} == {6}
+    assert spent <= GROUP_ROUND_TRIPS, spent
+    assert sorted(r["id"] for r in pypaimon_rows(warehouse, table.id)) == list(range(1, 8))
+    with services.engine.connect() as conn:
+        assert repo.unpublished_snapshots(conn, table.id) == []
+        indexed = conn.execute(
+            text("SELECT count(*), max(added_in) FROM live_files WHERE table_id = :t"), {"t": table.id}
+        ).one()
+        at = conn.execute(text("SELECT snapshot_id FROM live_index WHERE table_id = :t"), {"t": table.id})
+        assert tuple(indexed) == (7, 7)
+        assert at.scalar_one() == 7
+    history = api.get(f"/tables/{table.id}/commits").json()["commits"]
+    assert [c["identifier"] for c in history] == [7, 6, 5, 4, 3, 2, 1]
+    assert all("total" in c["timings"] for c in history)

@@ -140,8 +140,8 @@ def commit_each(hold: Hold, changes: Sequence[TableChange]) -> dict[str, Refusal
     """Each table's change stands or falls on its own (a group, or a batch of groups of many tables):
     returns why nothing was written for the tables that were refused; the others' changes are recorded.
 
-    On PostgreSQL the small changes (one snapshot that only adds a few files) go as one statement for all
-    of them (one_statement.py); the others as one transaction, again without a table that refused.
+    On PostgreSQL the small changes (snapshots that only add a few files) go as one statement for all of
+    them (one_statement.py); the others as one transaction, again without a table that refused.
 
     A history row's key taken (a resend racing its original) refuses the tables written with it.
     """
@@ -168,16 +168,21 @@ def commit_each(hold: Hold, changes: Sequence[TableChange]) -> dict[str, Refusal
 
 
 def _fits_one_statement(engine: Engine, change: TableChange) -> bool:
-    """A change one PostgreSQL statement makes (one_statement.py): one snapshot that only adds a few files,
-    history rows of their own, and no forgetting of removed index rows this time."""
-    if engine.dialect.name != "postgresql" or len(change.snapshots) != 1 or len(change.deltas) != 1:
+    """A change one PostgreSQL statement makes (one_statement.py): snapshots (one, or a group's) that only
+    add a few files, none of them twice, history rows of their own, and no forgetting of removed index
+    rows this time."""
+    if engine.dialect.name != "postgresql" or not change.deltas:
         return False
-    snapshot_id, entries = change.deltas[0]
+    if change.deltas[-1][0] != change.snapshots[-1].id:
+        return False  # the index stands at the last delta's snapshot, the statement at the last snapshot
+    entries = [e for _, delta in change.deltas for e in delta]
     return (
         len(entries) < live_files.COPY_FROM
         and all(e.kind == FileKind.ADD for e in entries)
+        # One INSERT ... ON CONFLICT may not touch a row twice.
+        and len({(e.partition, e.bucket, e.file.level, e.file.file_name) for e in entries}) == len(entries)
         and all(h.extends is None for h in change.history)
-        and not live_index.forgets_at(snapshot_id)
+        and not any(live_index.forgets_at(snapshot_id) for snapshot_id, _ in change.deltas)
     )
 
 
@@ -205,8 +210,12 @@ def _commit_in_one_statement(
 def _head_move(lease: Lease, change: TableChange) -> one_statement.HeadMove:
     table, last = change.table, change.snapshots[-1]
     snapshot = last.snapshot if last.snapshot is not None else Snapshot.from_json(last.body)
-    snapshot_id, entries = change.deltas[0]
-    records = change.records.get(snapshot_id) or encode_entries(entries)
+    added = []
+    for snapshot_id, entries in change.deltas:
+        records = change.records.get(snapshot_id) or encode_entries(entries)
+        added += [
+            live_files.row_values(table.id, e, snapshot_id, r) for e, r in zip(entries, records, strict=True)
+        ]
     return one_statement.HeadMove(
         table.id,
         lease,
@@ -217,9 +226,9 @@ def _head_move(lease: Lease, change: TableChange) -> one_statement.HeadMove:
         change.file_delta.files,
         change.file_delta.bytes,
         change.committed_at,
-        last.row(published=False),
+        [s.row(published=False) for s in change.snapshots],
         change.history,
-        [live_files.row_values(table.id, e, snapshot_id, r) for e, r in zip(entries, records, strict=True)],
+        added,
         change.events,
     )
 

@@ -2,8 +2,8 @@
 
 A commit point is several writes (the fence, the head, the snapshot row, the history rows, the live-file
 index), and in a transaction each is a round trip, with BEGIN and COMMIT two more. PostgreSQL runs the
-data-modifying parts of one statement's WITH clause atomically, so the changes of one or many tables that
-each make one snapshot which only adds files (a streaming job's checkpoint) go as one statement in
+data-modifying parts of one statement's WITH clause atomically, so the changes of one or many tables whose
+snapshots only add files (a streaming job's checkpoint, or a group of them) go as one statement in
 autocommit. Each table's writes are conditioned on its own lease holding and its own head moving, and
 the statement returns the tables for which both held: one table's failure writes nothing of it and
 takes nothing from the others. The finish (snapshots published, phase timings, rejections, the locks
@@ -33,7 +33,8 @@ from paimon_format.snapshot import BATCH_IDENTIFIER
 @dataclass(frozen=True)
 class HeadMove:
     """One table's change: its head from `previous` to `new` with its size, while `lease` is still ours
-    and the row is still `version`; its one snapshot row, its history rows and its added files."""
+    and the row is still `version`; its snapshot rows (a group's, one per commit), its history rows and
+    its added files."""
 
     table_id: str
     lease: Lease
@@ -44,7 +45,7 @@ class HeadMove:
     files: int
     size: int
     at: float
-    snapshot: dict[str, object]
+    snapshots: Sequence[dict[str, object]]
     history: Sequence[NewCommit]
     added: Sequence[LiveFileValues] = field(default_factory=list)
     events: Sequence[NewEvent] = field(default_factory=list)
@@ -169,7 +170,7 @@ def commit_point(conn: Connection, heads: Sequence[HeadMove]) -> tuple[set[str],
     added = [row for head in heads for row in head.added]
     params: dict[str, object] = {
         "heads": json.dumps([_head_json(h) for h in heads]),
-        "snapshots": json.dumps([{"table_id": h.table_id, **h.snapshot} for h in heads]),
+        "snapshots": json.dumps([{"table_id": h.table_id, **row} for h in heads for row in h.snapshots]),
         "history": json.dumps([_commit_json(h.table_id, c) for h in heads for c in h.history]),
         "events": events_json([e for h in heads for e in h.events]),
         "f_table": [row[0] for row in added],
