@@ -87,10 +87,10 @@ def test_the_commit_points_statement_is_not_parsed_again_for_every_commit(
     assert parsed_again == []
 
 
-GROUP_ROUND_TRIPS = 4 + 6
-"""At most this many for a group of six appends to one table: the lock, the group's context, one
-commit-point statement and one finish, plus each commit's live-file probe (a transaction per group, as
-before, made it 23)."""
+GROUP_ROUND_TRIPS = 5
+"""At most this many for a group of six appends to one table: the lock, the group's context, one probe
+of the live-file index for all six, one commit-point statement and one finish (a transaction and a probe
+per commit, as before, made it 23)."""
 
 
 def test_a_group_of_appends_is_recorded_by_one_statement(api: TestClient, warehouse: Path) -> None:

@@ -47,6 +47,17 @@ class Decider:
         hold: Hold,
     ) -> list[Decision]:
         """Every member of one table, in order, on top of `state` (which advances with each one built)."""
+        with self.live_index.group(table, [m.resolved for m in members]):
+            return self._decide_in_turn(table, context, state, members, hold)
+
+    def _decide_in_turn(
+        self,
+        table: Table,
+        context: repo.GroupContext,
+        state: TableState,
+        members: Sequence[Member],
+        hold: Hold,
+    ) -> list[Decision]:
         decisions: list[Decision] = []
         claimed: set[repo.RecordKey | str] = set()
         for index, member in enumerate(members):
