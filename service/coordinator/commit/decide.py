@@ -48,33 +48,25 @@ class Decider:
     ) -> list[Decision]:
         """Every member of one table, in order, on top of `state` (which advances with each one built)."""
         with self.live_index.group(table, [m.resolved for m in members]):
-            return self._decide_in_turn(table, context, state, members, hold)
-
-    def _decide_in_turn(
-        self,
-        table: Table,
-        context: repo.GroupContext,
-        state: TableState,
-        members: Sequence[Member],
-        hold: Hold,
-    ) -> list[Decision]:
-        decisions: list[Decision] = []
-        claimed: set[repo.RecordKey | str] = set()
-        for index, member in enumerate(members):
-            found = record_of(self.engine, table.id, context, member, state.snapshot_id)
-            if found is not None and member.transaction and found.stored.outcome != "committed":
-                found = None  # a transaction records no rejection: a rejected record is another commit's
-            decision = _from_record(member, found) or self._refused(table, member) or _later(member, claimed)
-            if decision is None:
-                hold.check_alive(table.id)
-                # A member whose commit's other kind is recorded joins that row (see resends.Relation).
-                extends = found.stored.id if found is not None else None
-                decision = self.decide(table, state, member, decisions, extends=extends)
-            decisions.append(decision)
-            if isinstance(decision, Rejected) and decision.advanced:
-                decisions.extend(Later(m) for m in members[index + 1 :])
-                break
-        return decisions
+            decisions: list[Decision] = []
+            claimed: set[repo.RecordKey | str] = set()
+            for index, member in enumerate(members):
+                found = record_of(self.engine, table.id, context, member, state.snapshot_id)
+                if found is not None and member.transaction and found.stored.outcome != "committed":
+                    found = None  # a transaction records no rejection: a rejected record is another commit's
+                decision = (
+                    _from_record(member, found) or self._refused(table, member) or _later(member, claimed)
+                )
+                if decision is None:
+                    hold.check_alive(table.id)
+                    # A member whose commit's other kind is recorded joins that row (see resends.Relation).
+                    extends = found.stored.id if found is not None else None
+                    decision = self.decide(table, state, member, decisions, extends=extends)
+                decisions.append(decision)
+                if isinstance(decision, Rejected) and decision.advanced:
+                    decisions.extend(Later(m) for m in members[index + 1 :])
+                    break
+            return decisions
 
     def _refused(self, table: Table, member: Member) -> Refused | None:
         """Refused when the member is not valid for the table as it is now (resolved again if it changed)."""
