@@ -117,12 +117,12 @@ def _now_ms(conn: Any) -> int:
 
 
 def found_held_elsewhere(
-    replica: ServedCoordinator, database: str, table: PaimonTable, holder_url: str
+    replica: ServedCoordinator, database: str, table: PaimonTable, holder_url: str, *, row: int = 1000
 ) -> None:
-    """Let `replica` meet the table's lock held by the holder at `holder_url`: its commit waits for the
-    lock, is made there, and is not sent on."""
+    """Let `replica` meet the table's lock held by the holder at `holder_url`: its commit (of `row`) waits
+    for the lock, is made there, and is not sent on."""
     release = held_for_a_second(database, table.id, holder_url)
-    response = replica.http.post(f"/tables/{table.id}/commits", json=commit_body(table, range(1000, 1001)))
+    response = replica.http.post(f"/tables/{table.id}/commits", json=commit_body(table, range(row, row + 1)))
     release.join()
     assert response.status_code == 201, response.text
     assert forwarded(replica, "answered") == forwarded(replica, "unreachable") == 0
@@ -212,10 +212,14 @@ def test_a_holder_that_cannot_be_reached_is_not_waited_for_the_commit_is_made_he
 
 
 def test_writers_on_both_replicas_share_the_holders_groups_and_every_commit_lands_once(
-    replicas: list[ServedCoordinator], warehouse: Path
+    replicas: list[ServedCoordinator], database: str, warehouse: Path
 ) -> None:
     a, b = replicas
     table = events_table(a)
+    # Each replica has met the table's lock held by the other (snapshots 1 and 2), so each asks where it
+    # is held while the writers run.
+    found_held_elsewhere(a, database, table, b.url, row=1000)
+    found_held_elsewhere(b, database, table, a.url, row=1001)
     writers, commits = 8, 8
     answers: list[dict[str, Any]] = []
     errors: list[str] = []
@@ -241,9 +245,9 @@ def test_writers_on_both_replicas_share_the_holders_groups_and_every_commit_land
 
     assert errors == []
     snapshot_ids = sorted(s["id"] for answer in answers for s in answer["snapshots"])
-    assert snapshot_ids == list(range(1, writers * commits + 1))  # one snapshot each, none twice
+    assert snapshot_ids == list(range(3, writers * commits + 3))  # one snapshot each, none twice
     rows = sorted(r["id"] for r in pypaimon_rows(warehouse, table.id))
-    assert rows == list(range(writers * commits * 10))
+    assert rows == [*range(writers * commits * 10), 1000, 1001]
     assert forwarded(a, "answered") + forwarded(b, "answered") > 0
 
 
