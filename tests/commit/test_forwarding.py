@@ -217,9 +217,11 @@ def test_writers_on_both_replicas_share_the_holders_groups_and_every_commit_land
     a, b = replicas
     table = events_table(a)
     # Each replica has met the table's lock held by the other (snapshots 1 and 2), so each asks where it
-    # is held while the writers run.
+    # is held while the writers run; and the writers start while A holds it, as under a steady load one
+    # replica does, so B's first commits go to A's group.
     found_held_elsewhere(a, database, table, b.url, row=1000)
     found_held_elsewhere(b, database, table, a.url, row=1001)
+    release = held_for_a_second(database, table.id, a.url)
     writers, commits = 8, 8
     answers: list[dict[str, Any]] = []
     errors: list[str] = []
@@ -242,6 +244,7 @@ def test_writers_on_both_replicas_share_the_holders_groups_and_every_commit_land
         thread.start()
     for thread in threads:
         thread.join()
+    release.join()
 
     assert errors == []
     snapshot_ids = sorted(s["id"] for answer in answers for s in answer["snapshots"])
