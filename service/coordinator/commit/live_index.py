@@ -81,9 +81,7 @@ class LiveIndex:
         """The live files `resolved` can touch, as of `snapshot_id`: the recorded index plus `overlay`."""
         entries = [*resolved.append, *resolved.compact]
         adds = [e for e in entries if e.kind == FileKind.ADD]
-        leveled = {(e.partition, e.bucket) for e in adds if e.file.level > 0}
-        if not table.shape.has_primary_key:
-            leveled = set()
+        leveled = {(e.partition, e.bucket) for e in adds if e.file.level > 0 and table.shape.has_primary_key}
         counted = {e.partition for e in adds if e.total_buckets > 0}
         keys = {index.file_key(e) for e in entries}
         grouped = self._group_rows.get(table.id)

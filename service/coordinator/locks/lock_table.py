@@ -199,7 +199,8 @@ class LockTable:
         return url
 
     def _found_held(self, lock_id: str) -> None:
-        self._contended[lock_id] = time.monotonic()
+        if self._holder_url is not None:  # a replica that never forwards never asks either
+            self._contended[lock_id] = time.monotonic()
 
     def renew(self, lease: Lease) -> bool:
         """Extend the lease from now; False if it was lost."""
