@@ -22,6 +22,7 @@ from coordinator.api import (
     transactions,
 )
 from coordinator.api.body_limit import BodyLimit
+from coordinator.api.collection_pause import settle_for_serving
 from coordinator.api.commit_body import with_commit_request
 from coordinator.api.deps import LockThreads
 from coordinator.api.errors import install
@@ -48,8 +49,12 @@ def forwarder(settings: Settings, services: Services) -> Forwarder | None:
     return Forwarder(settings.advertise_url, timeout, services.metrics)
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """The coordinator's ASGI app; engines and pools are created in the lifespan, never at import."""
+def create_app(settings: Settings | None = None, *, serving: bool = False) -> FastAPI:
+    """The coordinator's ASGI app; engines and pools are created in the lifespan, never at import.
+
+    `serving`: the app is the process's own (`coordinator serve`), which then settles its garbage
+    collector once started (api/collection_pause.py); an app in a test leaves the interpreter it
+    shares as it is."""
     settings = settings or Settings()
 
     @asynccontextmanager
@@ -57,6 +62,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.services = Services.start(settings)
         app.state.lock_threads = LockThreads(LOCK_THREADS)
         app.state.forwarder = forwarder(settings, app.state.services)
+        if serving:
+            settle_for_serving()
         try:
             yield
         finally:

@@ -71,7 +71,7 @@ def _serve(args: argparse.Namespace) -> int:
 
         return serve_workers(settings)
     uvicorn.run(
-        create_app(settings),
+        create_app(settings, serving=True),
         host=settings.host,
         port=settings.port,
         log_config=None,  # keep our handlers: uvicorn's own lines come out in the same format

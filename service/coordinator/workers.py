@@ -199,7 +199,7 @@ def run_worker(settings: Settings, index: int, parent: int) -> None:
     )
     worker_settings = settings.model_copy(update={"advertise_url": own_url, "auto_migrate": False})
     config = uvicorn.Config(
-        create_app(worker_settings),
+        create_app(worker_settings, serving=True),
         host=settings.host,
         port=settings.port,
         log_config=None,  # keep our handlers: uvicorn's own lines come out in the same format

@@ -188,3 +188,28 @@ def test_commit_log_lines_carry_the_request_and_the_commit(served: tuple[str, Pa
     assert posted["req-0"]["path"] == f"/tables/{table.id}/commits"
     assert posted["req-strict"]["status"] == 409
     assert any(line["request_id"] == generated and line["path"] == "/tables" for line in access)
+
+
+YOUNG_COLLECTIONS_AT_MOST = 5
+"""Over COMMITS small commits a served process settled for serving makes at most this many collections of
+its youngest generation; with CPython's defaults it makes one every few commits."""
+COMMITS = 150
+
+
+def test_a_served_process_rarely_collects_garbage(served: tuple[str, Path]) -> None:
+    url, _ = served
+    with httpx.Client(base_url=url, timeout=60) as http:
+        table = create_table(http, "db", "gc", {"dt": "STRING", "id": "BIGINT"}, partitionKeys=["dt"])
+
+        def collections() -> tuple[float, float]:
+            samples = _samples(http.get("/metrics").text)
+            name = "python_gc_collections_total"
+            return _value(samples, name, generation="0"), _value(samples, name, generation="1")
+
+        young, older = collections()
+        for n in range(COMMITS):
+            answer = http.post(f"/tables/{table.id}/commits", json=_commit(table, "gc", n, n))
+            assert answer.status_code == 201, answer.text
+        young_after, older_after = collections()
+    assert young_after - young <= YOUNG_COLLECTIONS_AT_MOST
+    assert older_after == older

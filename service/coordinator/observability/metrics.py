@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, GCCollector, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
 SHARED_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
@@ -27,6 +27,8 @@ class Metrics:
         self.shared_dir = os.environ.get(SHARED_DIR_VARIABLE) or None
         """Where the workers of one coordinator keep their values, or None with one process."""
         r = self.registry
+        # python_gc_*: the collections this process made, by generation (api/collection_pause.py).
+        GCCollector(registry=r)
         self.commits = Counter(
             "coordinator_commits",
             "Commit requests by outcome (committed, deduplicated, rejected, lock_unavailable, invalid, "
