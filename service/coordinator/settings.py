@@ -54,7 +54,7 @@ class Settings(BaseSettings):
         default=32, ge=1, description="tables whose commits one batch records together (one commit point)"
     )
     commit_batches_at_once: int = Field(
-        default=4, ge=1, description="batches of tables one process commits at the same time"
+        default=2, ge=1, description="batches of tables one process commits at the same time"
     )
     database_statement_timeout_seconds: float = Field(
         default=60.0,
