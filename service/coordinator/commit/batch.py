@@ -30,12 +30,8 @@ BATCHES_AT_ONCE = 2
 """Batches committed at the same time (setting commit_batches_at_once): a batch's leader works through
 its tables one after another, so a second batch beside it keeps the database and the store busy while
 one of them computes. More do not help: the batches share one interpreter lock, so each one's tables
-wait the longer for their answer and the next batch gathers fewer tables. Measured on 2 cores with the
-streaming bench's loads, 3,000 commits by 32 senders, runs alternating (bench/README.md): over 100
-tables 2 batches at once made 261-311 commits/s with p99 170-244 ms, 3 made 270-289 with 232-258 ms and
-4 made 197-222 with 359-386 ms; over 1,000 tables 2 made 244-281 with p99 193-234 ms and 4 made 171-201
-with 418-518 ms.
-"""
+wait the longer for their answer and the next batch gathers fewer tables (measured: bench/README.md,
+"Two batches at once by default")."""
 
 
 @dataclass(eq=False)
