@@ -5,12 +5,36 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, RowMapping, bindparam, delete, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    RowMapping,
+    bindparam,
+    delete,
+    insert,
+    literal_column,
+    select,
+    update,
+)
 
 from coordinator.db.models import CommitRow
 from coordinator.db.repositories._rows import first
 from coordinator.db.scope import TableScope
 from paimon_format.snapshot import BATCH_IDENTIFIER
+
+# The predicates of the partial unique indexes (models.CommitRow), spelled as literals: a prepared
+# statement's generic plan can use a partial index only where the query states its predicate, and a
+# bound parameter states nothing. Without them a commit's lookups walked the table's whole history.
+COMMITTED = CommitRow.outcome == literal_column("'committed'")
+NAMED: ColumnElement[bool] = CommitRow.identifier != literal_column(str(BATCH_IDENTIFIER))
+"""A commit with an identifier of its own: found by (table, commitUser, identifier)."""
+IN_BATCH: ColumnElement[bool] = CommitRow.identifier == literal_column(str(BATCH_IDENTIFIER))
+"""A batch commit (Paimon's batch writers share one identifier): found by (table, commitUser, digest)."""
+
+
+def committed_as(identifier: int) -> tuple[ColumnElement[bool], ColumnElement[bool]]:
+    """The committed rows of commits with this identifier, as the partial index that holds them says."""
+    return COMMITTED, (IN_BATCH if identifier == BATCH_IDENTIFIER else NAMED)
 
 
 @dataclass(frozen=True)
@@ -63,7 +87,7 @@ def find_committed(
         CommitRow.table_id == table_id,
         CommitRow.commit_user == commit_user,
         CommitRow.identifier == identifier,
-        CommitRow.outcome == "committed",
+        *committed_as(identifier),
     )
     if identifier == BATCH_IDENTIFIER and digest is not None:
         query = query.where(CommitRow.digest == digest)
@@ -131,7 +155,7 @@ def _rows_holding(conn: Connection, table_id: str, snapshots: Sequence[SnapshotO
                 CommitRow.table_id == table_id,
                 CommitRow.commit_user == commit_user,
                 CommitRow.identifier == identifier,
-                CommitRow.outcome == "committed",
+                *committed_as(identifier),
             )
         )
         ids.update(row_id for row_id, refs in rows if any(r.get("id") == snapshot_id for r in refs))
@@ -181,17 +205,28 @@ def insert_maintenance(
     insert_commits(conn, table_id, [record])
 
 
+_TIMINGS = bindparam("b_timings", type_=CommitRow.timings.type)
 _UPDATE_TIMINGS = (
     update(CommitRow)
     .where(
         CommitRow.table_id == bindparam("b_table"),
         CommitRow.commit_user == bindparam("b_user"),
         CommitRow.identifier == bindparam("b_identifier"),
-        # A commit user's batch commits are told apart by their changes.
-        or_(CommitRow.identifier != BATCH_IDENTIFIER, CommitRow.digest == bindparam("b_digest")),
-        CommitRow.outcome == "committed",
+        NAMED,
+        COMMITTED,
     )
-    .values(timings=bindparam("b_timings", type_=CommitRow.timings.type))
+    .values(timings=_TIMINGS)
+)
+_UPDATE_BATCH_TIMINGS = (
+    update(CommitRow)
+    .where(
+        CommitRow.table_id == bindparam("b_table"),
+        CommitRow.commit_user == bindparam("b_user"),
+        CommitRow.digest == bindparam("b_digest"),
+        IN_BATCH,
+        COMMITTED,
+    )
+    .values(timings=_TIMINGS)
 )
 
 
@@ -199,15 +234,15 @@ def update_commit_timings(
     conn: Connection, table_id: str, timings: Sequence[tuple[str, int, str, dict[str, float]]]
 ) -> None:
     """Complete the phase timings of committed commits, (commitUser, identifier, digest, timings) each,
-    in one executemany (pipelined by psycopg)."""
-    if timings:
-        conn.execute(
-            _UPDATE_TIMINGS,
-            [
-                {"b_table": table_id, "b_user": u, "b_identifier": i, "b_digest": d, "b_timings": t}
-                for u, i, d, t in timings
-            ],
-        )
+    in one executemany per kind of commit (pipelined by psycopg)."""
+    for statement, batch in ((_UPDATE_TIMINGS, False), (_UPDATE_BATCH_TIMINGS, True)):
+        rows = [
+            {"b_table": table_id, "b_user": u, "b_identifier": i, "b_digest": d, "b_timings": t}
+            for u, i, d, t in timings
+            if (i == BATCH_IDENTIFIER) == batch
+        ]
+        if rows:
+            conn.execute(statement, rows)
 
 
 @dataclass(frozen=True)

@@ -133,13 +133,24 @@ WITH t AS (
 ), published AS (
     UPDATE snapshots AS s SET published = true FROM t
     WHERE s.table_id = t.table_id AND NOT s.published AND s.snapshot_id <= t.through
-), timings AS (
-    UPDATE commits SET timings = x.timings
+), timed AS (
+    SELECT c.id, x.timings
     FROM jsonb_to_recordset(CAST(:timings AS jsonb))
          AS x(table_id text, commit_user text, identifier bigint, digest text, timings jsonb)
-    WHERE commits.table_id = x.table_id AND commits.commit_user = x.commit_user
-      AND commits.identifier = x.identifier AND commits.outcome = 'committed'
-      AND (commits.identifier <> :batch OR commits.digest = x.digest)
+    CROSS JOIN LATERAL (
+        SELECT id FROM commits
+        WHERE commits.table_id = x.table_id AND commits.commit_user = x.commit_user
+          AND commits.identifier = x.identifier
+          AND commits.outcome = 'committed' AND commits.identifier <> {batch}
+        UNION ALL
+        SELECT id FROM commits
+        WHERE commits.table_id = x.table_id AND commits.commit_user = x.commit_user
+          AND commits.digest = x.digest AND x.identifier = {batch}
+          AND commits.outcome = 'committed' AND commits.identifier = {batch}
+    ) AS c
+), timings AS (
+    UPDATE commits SET timings = (SELECT timed.timings FROM timed WHERE timed.id = commits.id)
+    WHERE commits.id = ANY(ARRAY(SELECT id FROM timed))
 ), rejected AS (
     {insert_rejected}
 )
@@ -147,7 +158,9 @@ UPDATE locks SET owner = NULL, expires_at_ms = 0 FROM t
 WHERE locks.lock_id = t.lock_id AND locks.owner = t.owner AND locks.epoch = t.epoch
 """
 
-_FINISH_STATEMENT: Final = text(_FINISH.format(insert_rejected=_INSERT_COMMITS.format(rows="rejected")))
+_FINISH_STATEMENT: Final = text(
+    _FINISH.format(insert_rejected=_INSERT_COMMITS.format(rows="rejected"), batch=BATCH_IDENTIFIER)
+)
 
 _FILE_COLUMNS = {
     "f_partition": 1,
@@ -207,7 +220,6 @@ def finish(conn: Connection, tables: Sequence[TableFinish]) -> None:
                 ]
             ),
             "rejected": json.dumps([_commit_json(t.table_id, c) for t in tables for c in t.rejected]),
-            "batch": BATCH_IDENTIFIER,
         },
     )
 

@@ -17,15 +17,25 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    true,
     tuple_,
+    union_all,
     update,
 )
 
 from coordinator.db.models import CommitRow, LiveFileRow, LiveIndexRow, SnapshotRow, TableRow
 from coordinator.db.repositories._rows import first
-from coordinator.db.repositories.commits import RecordKey, StoredCommit, record_key, stored_commit
+from coordinator.db.repositories.commits import (
+    COMMITTED,
+    IN_BATCH,
+    NAMED,
+    RecordKey,
+    StoredCommit,
+    record_key,
+    stored_commit,
+)
+from coordinator.db.repositories.snapshots import UNPUBLISHED
 from coordinator.db.scope import TableScope, within
-from paimon_format.snapshot import BATCH_IDENTIFIER
 
 
 def get_table(conn: Connection, table_id: str) -> TableRow | None:
@@ -276,7 +286,10 @@ def group_context(
     left snapshots unpublished, and which of the group's commits were already decided."""
     params: dict[str, object] = {
         "b_table": table_id,
-        "b_keys": [k for k in keys if len(k) == 2],
+        # A list per column, which an index takes on both databases (SQLite searched a list of pairs by
+        # the commit user alone: all of that user's history); pairs not asked for are left out below.
+        "b_users": sorted({k[0] for k in keys if len(k) == 2}),
+        "b_identifiers": sorted({k[1] for k in keys if len(k) == 2}),
         "b_batch_keys": [(k[0], k[2]) for k in keys if len(k) == 3],
     }
     if idempotency_keys:
@@ -311,24 +324,35 @@ def group_context(
 
 def _group_context_query(with_idempotency_keys: bool) -> Select[Any]:
     """Built once per variant: on the commit path, building and keying this query cost more than
-    running it."""
+    running it.
+
+    Every part of it is a probe, so that its cost follows the group and not the table's history: the
+    decided commits are looked up by each kind of key through the partial index that holds it (one
+    arm each, not one condition OR-ed together, which an index serves only for a custom plan), and
+    unpublished snapshots through theirs."""
     tables, commits = TableRow.__table__, CommitRow.__table__
     unpublished = (
-        select(SnapshotRow.snapshot_id)
-        .where(SnapshotRow.table_id == tables.c.id, SnapshotRow.published.is_(False))
-        .exists()
+        select(SnapshotRow.snapshot_id).where(SnapshotRow.table_id == tables.c.id, UNPUBLISHED).exists()
     )
-    named = tuple_(commits.c.commit_user, commits.c.identifier).in_(bindparam("b_keys", expanding=True))
-    batch = tuple_(commits.c.commit_user, commits.c.digest).in_(bindparam("b_batch_keys", expanding=True))
-    decided = and_(
-        or_(
-            and_(commits.c.identifier != BATCH_IDENTIFIER, named),
-            and_(commits.c.identifier == BATCH_IDENTIFIER, batch),
+    of_table = commits.c.table_id == bindparam("b_table")
+    arms = [
+        select(commits).where(
+            of_table, COMMITTED, NAMED,
+            commits.c.commit_user.in_(bindparam("b_users", expanding=True)),
+            commits.c.identifier.in_(bindparam("b_identifiers", expanding=True)),
         ),
-        commits.c.outcome == "committed",
-    )
+        select(commits).where(
+            of_table, COMMITTED, IN_BATCH,
+            tuple_(commits.c.commit_user, commits.c.digest).in_(bindparam("b_batch_keys", expanding=True)),
+        ),
+    ]  # fmt: skip
     if with_idempotency_keys:
-        decided = or_(decided, commits.c.idempotency_key.in_(bindparam("b_idempotency_keys", expanding=True)))
+        arms.append(
+            select(commits).where(
+                of_table, commits.c.idempotency_key.in_(bindparam("b_idempotency_keys", expanding=True))
+            )
+        )
+    decided = union_all(*arms).subquery("decided")
     head_body = (
         select(SnapshotRow.body)
         .where(
@@ -340,7 +364,6 @@ def _group_context_query(with_idempotency_keys: bool) -> Select[Any]:
     )
     index = LiveIndexRow.__table__
     indexed_at = select(index.c.snapshot_id).where(index.c.table_id == tables.c.id).scalar_subquery()
-    joined = tables.outerjoin(commits, and_(commits.c.table_id == tables.c.id, decided))
     return (
         select(
             tables.c.uuid.label("table_uuid"),
@@ -349,9 +372,9 @@ def _group_context_query(with_idempotency_keys: bool) -> Select[Any]:
             unpublished.label("unpublished"),
             head_body.label("head_body"),
             indexed_at.label("indexed_at"),
-            commits,
+            decided,
         )
-        .select_from(joined)
+        .select_from(tables.outerjoin(decided, true()))
         .where(tables.c.id == bindparam("b_table"))
     )
 

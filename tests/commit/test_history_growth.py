@@ -1,0 +1,163 @@
+"""A commit's database work does not grow with the table's history, nor with the catalog's.
+
+A streaming job commits around the clock: at one checkpoint a minute a table gathers half a million
+history rows a year, and a catalog of thousands of such tables many millions. Every statement a 1-file
+commit sends must reach the rows it needs through an index made for them (a probe), never by walking
+the table's history or the catalog's (a scan that grows with either).
+
+The check: a table with 20,000 history rows and 20,000 published snapshot rows of its own beside another
+table with 20,000 more, the statistics fresh (ANALYZE), and then one real commit whose statements are
+captured on the service's engines. PostgreSQL plans each again as the generic plan a prepared statement
+ends up with (plan_cache_mode = force_generic_plan); the estimated cost of every read of `commits` and
+`snapshots` in it must be that of a probe. SQLite must SEARCH those tables by an index that names more
+than the table (never SCAN them, nor SEARCH by the table alone).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Connection, Engine, event, text
+
+from coordinator.services import Services
+from tests.support.paimon_files import PaimonTable, create_table
+
+pytestmark = pytest.mark.parametrize("database_url", ["sqlite", "postgres"], indirect=True)
+
+HISTORY = 20_000
+"""History rows (and published snapshot rows) of the table committed to, and history rows of another."""
+
+PROBE_COST = 100.0
+"""PostgreSQL's estimate for one probe of a unique index is under 10; a walk through 20,000 rows of
+history costs thousands."""
+
+GROWING = ("commits", "snapshots")
+
+
+def commit_one_file(api: TestClient, table: PaimonTable, identifier: int) -> None:
+    row = {"id": identifier}
+    messages = [table.message(row, newFiles=[table.append_file([row])])]
+    body = {"commitUser": "stream", "identifier": identifier, "messages": messages}
+    answer = api.post(f"/tables/{table.id}/commits", json=body)
+    assert answer.status_code == 201, answer.text
+
+
+def add_history(conn: Connection, table_id: str, *, snapshots: bool) -> None:
+    """HISTORY committed rows of another writer; with `snapshots`, as many published snapshot rows with
+    ids far above the head (the table is write-only, so no retention reads them)."""
+    timings = json.dumps({"total": 1.0})
+    for n in range(0, HISTORY, 5_000):
+        ids = range(n + 1, n + 5_001)
+        conn.execute(
+            text(
+                "INSERT INTO commits (table_id, commit_user, identifier, outcome, snapshots, timings, "
+                "created_at, action, digest) VALUES (:t, 'history', :i, 'committed', '[]', :timings, "
+                "1.0, 'commit', :d)"
+            ),
+            [{"t": table_id, "i": i, "timings": timings, "d": f"{i:064x}"} for i in ids],
+        )
+        if snapshots:
+            conn.execute(
+                text(
+                    "INSERT INTO snapshots (table_id, snapshot_id, commit_user, commit_identifier, "
+                    "commit_kind, time_millis, body, published) "
+                    "VALUES (:t, :s, 'history', :i, 'APPEND', 0, '{}', :published)"
+                ),
+                [{"t": table_id, "s": 1_000_000 + i, "i": i, "published": True} for i in ids],
+            )
+
+
+def engines(services: Services) -> list[Engine]:
+    unique: dict[int, Engine] = {}
+    for engine in (services.engine, services.bookkeeping, services.probes):
+        unique[id(engine)] = engine
+    return list(unique.values())
+
+
+def captured(services: Services) -> Iterator[list[tuple[str, Any]]]:
+    statements: list[tuple[str, Any]] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, many: bool) -> None:
+        if not many and any(name in statement for name in GROWING):
+            statements.append((statement, parameters))
+
+    for engine in engines(services):
+        event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield statements
+    finally:
+        for engine in engines(services):
+            event.remove(engine, "before_cursor_execute", record)
+
+
+def postgres_walks(conn: Connection, statement: str, parameters: Any) -> list[str]:
+    """The reads of commits or snapshots in the statement's generic plan that cost more than a probe."""
+    conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
+    plan = conn.exec_driver_sql("EXPLAIN (FORMAT JSON) " + statement, parameters).scalar_one()
+    walks: list[str] = []
+
+    def visit(node: dict[str, Any]) -> None:
+        scan = "Scan" in node["Node Type"]
+        if scan and node.get("Relation Name") in GROWING and node["Total Cost"] > PROBE_COST:
+            walks.append(
+                f"{node['Node Type']} on {node['Relation Name']} ({node.get('Index Name')}): "
+                f"cost {node['Total Cost']}"
+            )
+        for child in node.get("Plans", []):
+            visit(child)
+
+    visit(plan[0]["Plan"])
+    return walks
+
+
+def sqlite_walks(conn: Connection, statement: str, parameters: Any) -> list[str]:
+    """SCANs of commits or snapshots, SEARCHes of them by the table alone (but for the index of the few
+    unpublished snapshots), and SEARCHes of a range."""
+    rows = conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters).all()
+    walks = []
+    for row in rows:
+        detail: str = row[-1]
+        words = detail.split()
+        if len(words) < 2 or words[1] not in GROWING:
+            continue
+        by_table_alone = "(table_id=?)" in detail and "ix_snapshots_unpublished" not in detail
+        if words[0] == "SCAN" or by_table_alone or "<" in detail or ">" in detail:
+            walks.append(detail)
+    return walks
+
+
+def test_a_commit_probes_history_instead_of_walking_it(api: TestClient) -> None:
+    services: Services = api.app.state.services  # type: ignore[attr-defined]
+    suffix = uuid.uuid4().hex[:6]
+    options = {"options": {"write-only": "true"}}
+    table = create_table(api, "growth", f"t_{suffix}", {"id": "BIGINT"}, **options)
+    other = create_table(api, "growth", f"o_{suffix}", {"id": "BIGINT"}, **options)
+    commit_one_file(api, table, 1)  # the lock's row and the index exist from here on
+    with services.engine.begin() as conn:
+        add_history(conn, table.id, snapshots=True)
+        add_history(conn, other.id, snapshots=False)
+    with services.engine.connect() as conn:
+        conn.exec_driver_sql("ANALYZE")
+        conn.commit()
+
+    capture = captured(services)
+    statements = next(capture)
+    commit_one_file(api, table, 2)
+    next(capture, None)
+
+    assert len(statements) >= 3, statements  # the context, the commit point and the finish at least
+    postgres = services.engine.dialect.name == "postgresql"
+    walks = {}
+    with services.engine.connect() as conn:
+        for statement, parameters in statements:
+            with conn.begin() as transaction:
+                found = (postgres_walks if postgres else sqlite_walks)(conn, statement, parameters)
+                transaction.rollback()
+            if found:
+                walks[" ".join(statement.split())[:120]] = found
+    assert not walks, json.dumps(walks, indent=1)
