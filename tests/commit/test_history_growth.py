@@ -6,11 +6,11 @@ commit sends must reach the rows it needs through an index made for them (a prob
 the table's history or the catalog's (a scan that grows with either).
 
 The check: a table with 20,000 history rows and 20,000 published snapshot rows of its own beside another
-table with 20,000 more, the statistics fresh (ANALYZE), and then one real commit whose statements are
-captured on the service's engines. PostgreSQL plans each again as the generic plan a prepared statement
-ends up with (plan_cache_mode = force_generic_plan); the estimated cost of every read of `commits` and
-`snapshots` in it must be that of a probe. SQLite must SEARCH those tables by an index that names more
-than the table (never SCAN them, nor SEARCH by the table alone).
+table with 20,000 more, the statistics fresh (ANALYZE), and then one real commit (native, and pypaimon's
+through the REST door) whose statements are captured on the service's engines. PostgreSQL plans each
+again as the generic plan a prepared statement ends up with (plan_cache_mode = force_generic_plan); the
+estimated cost of every read of `commits` and `snapshots` in it must be that of a probe. SQLite must
+SEARCH those tables by an index that names more than the table, and not by a range (never SCAN them).
 """
 
 from __future__ import annotations
@@ -20,12 +20,15 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Connection, Engine, event, text
 
 from coordinator.services import Services
 from tests.support.paimon_files import PaimonTable, create_table
+from tests.support.rest_writers import create_rest_table, read_rows, rest_catalog, write_rows
+from tests.support.served import LiveServer
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite", "postgres"], indirect=True)
 
@@ -37,6 +40,15 @@ PROBE_COST = 100.0
 history costs thousands."""
 
 GROWING = ("commits", "snapshots")
+
+WRITE_ONLY = "write-only"
+"""No retention after the commits: it would read the synthetic snapshot rows."""
+
+ROWS = pa.schema([pa.field("id", pa.int64())])
+
+
+def rows(ids: range) -> pa.Table:
+    return pa.Table.from_pylist([{"id": i} for i in ids], schema=ROWS)
 
 
 def commit_one_file(api: TestClient, table: PaimonTable, identifier: int) -> None:
@@ -131,26 +143,17 @@ def sqlite_walks(conn: Connection, statement: str, parameters: Any) -> list[str]
     return walks
 
 
-def test_a_commit_probes_history_instead_of_walking_it(api: TestClient) -> None:
-    services: Services = api.app.state.services  # type: ignore[attr-defined]
-    suffix = uuid.uuid4().hex[:6]
-    options = {"options": {"write-only": "true"}}
-    table = create_table(api, "growth", f"t_{suffix}", {"id": "BIGINT"}, **options)
-    other = create_table(api, "growth", f"o_{suffix}", {"id": "BIGINT"}, **options)
-    commit_one_file(api, table, 1)  # the lock's row and the index exist from here on
+def with_history(services: Services, table_id: str, other_id: str) -> None:
     with services.engine.begin() as conn:
-        add_history(conn, table.id, snapshots=True)
-        add_history(conn, other.id, snapshots=False)
+        add_history(conn, table_id, snapshots=True)
+        add_history(conn, other_id, snapshots=False)
     with services.engine.connect() as conn:
         conn.exec_driver_sql("ANALYZE")
         conn.commit()
 
-    capture = captured(services)
-    statements = next(capture)
-    commit_one_file(api, table, 2)
-    next(capture, None)
 
-    assert len(statements) >= 3, statements  # the context, the commit point and the finish at least
+def walks_of(services: Services, statements: list[tuple[str, Any]]) -> dict[str, list[str]]:
+    """Each captured statement that walks commits or snapshots, with what walks them."""
     postgres = services.engine.dialect.name == "postgresql"
     walks = {}
     with services.engine.connect() as conn:
@@ -160,4 +163,43 @@ def test_a_commit_probes_history_instead_of_walking_it(api: TestClient) -> None:
                 transaction.rollback()
             if found:
                 walks[" ".join(statement.split())[:120]] = found
-    assert not walks, json.dumps(walks, indent=1)
+    return walks
+
+
+def test_a_commit_probes_history_instead_of_walking_it(api: TestClient) -> None:
+    services: Services = api.app.state.services  # type: ignore[attr-defined]
+    suffix = uuid.uuid4().hex[:6]
+    options = {"options": {WRITE_ONLY: "true"}}
+    table = create_table(api, "growth", f"t_{suffix}", {"id": "BIGINT"}, **options)
+    other = create_table(api, "growth", f"o_{suffix}", {"id": "BIGINT"}, **options)
+    commit_one_file(api, table, 1)  # the lock's row and the index exist from here on
+    with_history(services, table.id, other.id)
+
+    capture = captured(services)
+    statements = next(capture)
+    commit_one_file(api, table, 2)
+    next(capture, None)
+
+    assert len(statements) >= 3, statements  # the context, the commit point and the finish at least
+    assert not (walks := walks_of(services, statements)), json.dumps(walks, indent=1)
+
+
+def test_a_rest_commit_probes_history_instead_of_walking_it(live_server: LiveServer) -> None:
+    """The door Paimon's engines commit through: pypaimon's batch write, a finished snapshot."""
+    services = live_server.services
+    catalog = rest_catalog(live_server.url)
+    suffix = uuid.uuid4().hex[:6]
+    table_id, other_id = f"growth.r_{suffix}", f"growth.s_{suffix}"
+    options = {WRITE_ONLY: "true"}
+    create_rest_table(catalog, other_id, ROWS, options=options)
+    write_rows(create_rest_table(catalog, table_id, ROWS, options=options), rows(range(2)))
+    with_history(services, table_id, other_id)
+
+    capture = captured(services)
+    statements = next(capture)
+    write_rows(catalog.get_table(table_id), rows(range(2, 4)))
+    next(capture, None)
+
+    assert len(statements) >= 3, statements
+    assert not (walks := walks_of(services, statements)), json.dumps(walks, indent=1)
+    assert [r["id"] for r in read_rows(catalog.get_table(table_id))] == [0, 1, 2, 3]
