@@ -1,7 +1,8 @@
 """Catalog-wide capacity (issue 32): many streaming jobs committing at once to one coordinator.
 
 usage: python bench/run.py --streaming [--databases postgres,sqlite] [--commits 3000] [--baseline cf0dd7d]
-                           [--senders 32] [--sequential 200] [--spread 100,1000] [--workers N]
+                           [--senders 32] [--sequential 200] [--spread 100,1000] [--history 50000]
+                           [--workers N]
 
 On each database two `coordinator serve` subprocesses run side by side, each on a fresh database and
 warehouse: this work tree's and a baseline revision's (`git archive`, as for the replica case). Each
@@ -11,6 +12,9 @@ gets the same loads, the sides taking turns at going first:
   p50, compared with the floor of a commit measured in the same run (bench/floor.py). Here the two
   sides' commits alternate in one loop (who goes first changes every commit), as in the suite's
   sequential case, so that both see the same minutes of a shared machine;
+- `history`: the same on a table that has `--history` commits of another writer in its history already
+  (rows written straight into each side's database, then ANALYZE): a streaming job's table after weeks of
+  checkpoints. Its p50 beside the fresh table's says whether a commit's cost grows with the history;
 - `spread-100`, `spread-1000`, `one-table`: `--commits` commits by `--senders` concurrent senders,
   round robin over 100 tables, over 1,000 tables (`--spread`), and all to one table.
 
@@ -63,6 +67,9 @@ SENDERS = 32
 COMMITS = 3_000
 SEQUENTIAL = 200
 SPREAD = (100, 1000)
+HISTORY = 50_000
+"""Commits already in the history table of the `history` load: five weeks of a job checkpointing each
+minute."""
 PREPARE_WORKERS = 8
 """Threads that create the tables, send their untimed first commits and write the data files."""
 SETTLE_S = 1.0
@@ -84,18 +91,24 @@ class Load:
     tables: int
     commits: int
     senders: int
+    history: int = 0
+    """Commits of another writer already in each table's history before the load."""
 
     @property
     def label(self) -> str:
         tables = "1 table" if self.tables == 1 else f"{self.tables:,} tables"
-        return f"{self.commits:,} commits, {self.senders} sender{'s' * (self.senders > 1)}, {tables}"
+        history = f" with {self.history:,} commits of history" if self.history else ""
+        return f"{self.commits:,} commits, {self.senders} sender{'s' * (self.senders > 1)}, {tables}{history}"
 
 
-def loads(commits: int, senders: int, sequential: int, spread: Sequence[int] = SPREAD) -> list[Load]:
-    """The sequential 1-file commits, then the issue's loads: spread over each count of tables, and one
-    table."""
+def loads(
+    commits: int, senders: int, sequential: int, spread: Sequence[int] = SPREAD, history: int = HISTORY
+) -> list[Load]:
+    """The sequential 1-file commits (on a fresh table, and on one with a long history), then the issue's
+    loads: spread over each count of tables, and one table."""
     return [
         Load("sequential", 1, sequential, 1),
+        *([Load("history", 1, sequential, 1, history)] if history else []),
         *(Load(f"spread-{n}", n, commits, senders) for n in spread),
         Load("one-table", 1, commits, senders),
     ]
@@ -530,6 +543,30 @@ def verify(side: Side, prepared: Prepared) -> dict[str, Any]:
     return total
 
 
+HISTORY_ROW = text(
+    "INSERT INTO commits (table_id, commit_user, identifier, outcome, snapshots, timings, created_at, "
+    "action, digest) VALUES (:table, 'history', :identifier, 'committed', '[]', '{}', 0, 'commit', :digest)"
+)
+
+
+def add_history(side: Side, table_id: str, commits: int) -> None:
+    """`commits` committed rows of another writer in the table's history, written straight into the side's
+    database (a schema both revisions share), and fresh statistics, as a long-lived table has."""
+    engine = create_engine(side.database_url)
+    try:
+        with engine.begin() as conn:
+            for start in range(1, commits + 1, 10_000):
+                rows = range(start, min(start + 10_000, commits + 1))
+                conn.execute(
+                    HISTORY_ROW, [{"table": table_id, "identifier": i, "digest": f"{i:064x}"} for i in rows]
+                )
+        with engine.connect() as conn:
+            conn.execute(text("ANALYZE"))
+            conn.commit()
+    finally:
+        engine.dispose()
+
+
 def run_load(sides: Sequence[Side], load: Load) -> dict[str, dict[str, Any]]:
     """Prepare, settle, measure, verify: one load on each side, the sides in the order given; with one
     sender, the sides' commits in turn instead."""
@@ -539,6 +576,8 @@ def run_load(sides: Sequence[Side], load: Load) -> dict[str, dict[str, Any]]:
         progress(f"  {side.name}: {load.name}: {load.tables:,} tables and their first commits, files")
         started = time.perf_counter()
         prepared.append(prepare(side, load))
+        if load.history:
+            add_history(side, prepared[-1].tables[0].id, load.history)
         prepare_s.append(time.perf_counter() - started)
         if load.senders > 1:
             time.sleep(SETTLE_S)
@@ -671,7 +710,23 @@ def target_lines(result: dict[str, Any], load_list: Sequence[Load]) -> list[str]
         f"{p50['work tree'] / one_file:.2f}x the floor of {one_file:.2f} ms (target <= 2.5x): "
         f"{verdict(p50['work tree'] <= 2.5 * one_file)}; the baseline's {p50['baseline']:.2f} ms = "
         f"{p50['baseline'] / one_file:.2f}x",
+        *history_lines(loads_, load_list),
         f"- every run read back by pypaimon: 0 lost, 0 doubled, 0 failed: {verdict(clean)}",
+    ]
+
+
+def history_lines(loads_: dict[str, Any], load_list: Sequence[Load]) -> list[str]:
+    """The 1-file p50 on the table with a long history beside the fresh table's, per side."""
+    load = next((load for load in load_list if load.history), None)
+    if load is None:
+        return []
+    grown = {
+        name: loads_["history"][name]["commit_ms"]["p50"] / loads_["sequential"][name]["commit_ms"]["p50"]
+        for name in ("work tree", "baseline")
+    }
+    return [
+        f"- 1-file commit p50 with {load.history:,} commits of history: {grown['work tree']:.2f}x the fresh "
+        f"table's (the baseline's {grown['baseline']:.2f}x)"
     ]
 
 
@@ -729,6 +784,12 @@ def main(argv: Sequence[str]) -> int:
         "--sequential", type=int, default=SEQUENTIAL, help=f"1-file commits in turn (default {SEQUENTIAL})"
     )
     parser.add_argument(
+        "--history",
+        type=int,
+        default=HISTORY,
+        help=f"commits in the history of the `history` load's table (default {HISTORY:,}; 0 skips it)",
+    )
+    parser.add_argument(
         "--baseline",
         default=DEFAULT_BASELINE,
         metavar="REV",
@@ -754,7 +815,9 @@ def main(argv: Sequence[str]) -> int:
     spread = [int(n) for n in args.spread.split(",") if n.strip()]
     if not spread or min(args.commits, args.senders, args.sequential, *spread) < 1:
         parser.error("--commits, --senders, --sequential and --spread: at least 1")
-    load_list = loads(args.commits, args.senders, args.sequential, spread)
+    if args.history < 0:
+        parser.error("--history: at least 0")
+    load_list = loads(args.commits, args.senders, args.sequential, spread, args.history)
     baseline = resolve(args.baseline)
     results: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -34,14 +34,20 @@ def test_a_sender_reaches_each_of_its_tables_in_turn() -> None:
 
 
 def test_the_loads_are_the_issues() -> None:
-    assert [(load.name, load.tables, load.commits, load.senders) for load in loads(3000, 32, 200)] == [
-        ("sequential", 1, 200, 1),
-        ("spread-100", 100, 3000, 32),
-        ("spread-1000", 1000, 3000, 32),
-        ("one-table", 1, 3000, 32),
+    planned = loads(3000, 32, 200)
+    assert [(load.name, load.tables, load.commits, load.senders, load.history) for load in planned] == [
+        ("sequential", 1, 200, 1, 0),
+        ("history", 1, 200, 1, 50_000),
+        ("spread-100", 100, 3000, 32, 0),
+        ("spread-1000", 1000, 3000, 32, 0),
+        ("one-table", 1, 3000, 32, 0),
     ]
-    assert loads(3000, 32, 200)[1].label == "3,000 commits, 32 senders, 100 tables"
-    assert loads(3000, 32, 200)[0].label == "200 commits, 1 sender, 1 table"
+    assert planned[2].label == "3,000 commits, 32 senders, 100 tables"
+    assert planned[0].label == "200 commits, 1 sender, 1 table"
+    assert planned[1].label == "200 commits, 1 sender, 1 table with 50,000 commits of history"
+    assert [load.name for load in loads(3000, 32, 200, history=0)] == [
+        "sequential", "spread-100", "spread-1000", "one-table"
+    ]  # fmt: skip
 
 
 METRICS = """\
