@@ -9,6 +9,7 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     RowMapping,
+    Update,
     bindparam,
     delete,
     insert,
@@ -205,29 +206,24 @@ def insert_maintenance(
     insert_commits(conn, table_id, [record])
 
 
-_TIMINGS = bindparam("b_timings", type_=CommitRow.timings.type)
-_UPDATE_TIMINGS = (
-    update(CommitRow)
-    .where(
-        CommitRow.table_id == bindparam("b_table"),
-        CommitRow.commit_user == bindparam("b_user"),
-        CommitRow.identifier == bindparam("b_identifier"),
-        NAMED,
-        COMMITTED,
+def _timings_update(key: ColumnElement[bool], kind: ColumnElement[bool]) -> Update:
+    """The timings of one kind of committed commit, found by its key through that kind's partial index."""
+    return (
+        update(CommitRow)
+        .where(
+            CommitRow.table_id == bindparam("b_table"),
+            CommitRow.commit_user == bindparam("b_user"),
+            key,
+            kind,
+            COMMITTED,
+        )
+        .values(timings=bindparam("b_timings", type_=CommitRow.timings.type))
     )
-    .values(timings=_TIMINGS)
-)
-_UPDATE_BATCH_TIMINGS = (
-    update(CommitRow)
-    .where(
-        CommitRow.table_id == bindparam("b_table"),
-        CommitRow.commit_user == bindparam("b_user"),
-        CommitRow.digest == bindparam("b_digest"),
-        IN_BATCH,
-        COMMITTED,
-    )
-    .values(timings=_TIMINGS)
-)
+
+
+_UPDATE_TIMINGS = _timings_update(CommitRow.identifier == bindparam("b_identifier"), NAMED)
+_UPDATE_BATCH_TIMINGS = _timings_update(CommitRow.digest == bindparam("b_digest"), IN_BATCH)
+"""A commit user's batch commits are told apart by their changes."""
 
 
 def update_commit_timings(
