@@ -43,6 +43,7 @@ from coordinator.db.repositories.dashboard import (
     rejections_by_type,
     table_commit_counts,
 )
+from coordinator.db.repositories.group_context import GroupContext, group_context
 from coordinator.db.repositories.health import ping
 from coordinator.db.repositories.snapshots import (
     StoredSnapshot,
@@ -57,7 +58,6 @@ from coordinator.db.repositories.snapshots import (
     unpublished_snapshots,
 )
 from coordinator.db.repositories.tables import (
-    GroupContext,
     LocationOwner,
     TableTotals,
     TableVersion,
@@ -66,7 +66,6 @@ from coordinator.db.repositories.tables import (
     committed_since,
     delete_table,
     get_table,
-    group_context,
     insert_table,
     latest_snapshot_id,
     list_tables,
