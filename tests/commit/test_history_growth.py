@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -91,6 +92,7 @@ def engines(services: Services) -> list[Engine]:
     return list(unique.values())
 
 
+@contextmanager
 def captured(services: Services) -> Iterator[list[tuple[str, Any]]]:
     statements: list[tuple[str, Any]] = []
 
@@ -175,10 +177,8 @@ def test_a_commit_probes_history_instead_of_walking_it(api: TestClient) -> None:
     commit_one_file(api, table, 1)  # the lock's row and the index exist from here on
     with_history(services, table.id, other.id)
 
-    capture = captured(services)
-    statements = next(capture)
-    commit_one_file(api, table, 2)
-    next(capture, None)
+    with captured(services) as statements:
+        commit_one_file(api, table, 2)
 
     assert len(statements) >= 3, statements  # the context, the commit point and the finish at least
     assert not (walks := walks_of(services, statements)), json.dumps(walks, indent=1)
@@ -195,10 +195,8 @@ def test_a_rest_commit_probes_history_instead_of_walking_it(live_server: LiveSer
     write_rows(create_rest_table(catalog, table_id, ROWS, options=options), rows(range(2)))
     with_history(services, table_id, other_id)
 
-    capture = captured(services)
-    statements = next(capture)
-    write_rows(catalog.get_table(table_id), rows(range(2, 4)))
-    next(capture, None)
+    with captured(services) as statements:
+        write_rows(catalog.get_table(table_id), rows(range(2, 4)))
 
     assert len(statements) >= 3, statements
     assert not (walks := walks_of(services, statements)), json.dumps(walks, indent=1)
