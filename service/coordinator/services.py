@@ -137,7 +137,7 @@ class Services:
         )
         for table_id in committer.recover():
             log.warning("published snapshots of %s that a crash left unpublished", table_id)
-        reads = Reads(engine, fileio, tables)
+        reads = Reads(engine, fileio, tables, holds.ends)
         maintenance = Maintenance(
             fileio, tables, reads, holds, states, queues, in_flight, metrics=metrics, clock=clock
         )
@@ -145,7 +145,7 @@ class Services:
         # failures, in either mode, are logged and counted (coordinator_post_commit_failures_total
         # {step="retention"}) and never reach the committer: its commit stands and its answer is 201.
         committer.after_each_commit(maintenance.after_commit)
-        operations = Operations(engine, locks, in_flight, AuditLog(engine, clock), metrics)
+        operations = Operations(engine, locks, holds.ends, in_flight, AuditLog(engine, clock), metrics)
         # Sizes of tables recorded before revision 0005, read once from storage in the background.
         backfill = Backfill(engine, fileio, tables)
         backfill.start()
@@ -188,6 +188,7 @@ class Services:
         )
 
     def close(self) -> None:
+        self.holds.close()  # the finishes still running, before anything they use is closed
         self.publishers.close()
         self.events.close()
         self.overwrite_watch.close()

@@ -32,9 +32,9 @@ def table(api: TestClient) -> PaimonTable:
     return orders
 
 
-def state(database_url: str, table: PaimonTable) -> tuple[Any, ...]:
+def state(api: TestClient, database_url: str, table: PaimonTable) -> tuple[Any, ...]:
     """What a refused request must leave as it was: every row the service owns, every file of the table."""
-    return database_digest(database_url), tree_digest(table.location)
+    return database_digest(api, database_url), tree_digest(table.location)
 
 
 def native_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
@@ -57,7 +57,7 @@ def paimon_error(response: httpx.Response, status: int) -> dict[str, Any]:
 def test_unknown_routes_and_wrong_methods_answer_in_the_native_shape(
     api: TestClient, table: PaimonTable, database_url: str
 ) -> None:
-    before = state(database_url, table)
+    before = state(api, database_url, table)
     assert "/nope" in native_error(api.get("/nope"), 404, "NOT_FOUND")["message"]
     native_error(api.post(f"/tables/{table.id}/nope", json={}), 404, "NOT_FOUND")
     for method, path, allowed in [
@@ -70,13 +70,13 @@ def test_unknown_routes_and_wrong_methods_answer_in_the_native_shape(
         response = api.request(method, path, json={})
         assert method in native_error(response, 405, "METHOD_NOT_ALLOWED")["message"]
         assert response.headers["Allow"] == allowed, (method, path)
-    assert state(database_url, table) == before
+    assert state(api, database_url, table) == before
 
 
 def test_under_v1_a_wrong_method_is_405_an_unknown_path_404_and_only_a_known_endpoint_501(
     api: TestClient, table: PaimonTable, database_url: str
 ) -> None:
-    before = state(database_url, table)
+    before = state(api, database_url, table)
     t = "/v1/paimon/databases/sales/tables/orders"
     for method, path, allowed in [
         ("PUT", "/v1/config", "GET"),
@@ -99,18 +99,18 @@ def test_under_v1_a_wrong_method_is_405_an_unknown_path_404_and_only_a_known_end
         ("POST", f"{t}/replace"),
     ]:
         assert "not served" in paimon_error(api.request(method, path, json={}), 501)["message"]
-    assert state(database_url, table) == before
+    assert state(api, database_url, table) == before
 
 
 def test_bodiless_actions_refuse_unknown_fields(
     api: TestClient, table: PaimonTable, database_url: str
 ) -> None:
-    before = state(database_url, table)
+    before = state(api, database_url, table)
     expire = api.post(f"/tables/{table.id}/expire", json={"olderThan": 1})
     assert native_error(expire, 422, "INVALID_REQUEST")["field"] == "olderThan"
     release = api.post(f"/locks/table:{table.id}/release", json={"force": True})
     assert native_error(release, 422, "INVALID_REQUEST")["field"] == "force"
-    assert state(database_url, table) == before
+    assert state(api, database_url, table) == before
     # Without a body, or with an empty one, the action runs.
     assert api.post(f"/tables/{table.id}/expire").status_code == 200
     assert api.post(f"/tables/{table.id}/expire", json={}).status_code == 200
@@ -119,12 +119,12 @@ def test_bodiless_actions_refuse_unknown_fields(
 def test_releasing_a_lock_nobody_holds_is_404_and_records_nothing(
     api: TestClient, table: PaimonTable, database_url: str
 ) -> None:
-    before = state(database_url, table)
+    before = state(api, database_url, table)
     for lock_id in (f"table:{table.id}", "table:sales.none", "anything"):
         released = api.post(f"/locks/{lock_id}/release")
         assert lock_id in native_error(released, 404, "LOCK_NOT_FOUND")["message"]
     assert api.get("/audit").json()["entries"] == []
-    assert state(database_url, table) == before
+    assert state(api, database_url, table) == before
     # A held one is released, and that is audited.
     services = api.app.state.services  # type: ignore[attr-defined]
     lease = services.locks.acquire(f"table:{table.id}", "stuck-job", timeout_seconds=1)
@@ -157,13 +157,13 @@ def test_option_keys_no_schema_change_can_carry_are_422_naming_the_field(
 ) -> None:
     """A fuzzer's keys used to reach SetOption/RemoveOption in the use case, whose ValidationError was a
     500: refused at the edge now, before the table is held."""
-    before = state(database_url, table)
+    before = state(api, database_url, table)
     for name, body, field in BAD_OPTIONS:
         response = api.patch(
             f"/tables/{table.id}/options", content=body, headers={"content-type": "application/json"}
         )
         assert native_error(response, 422, "INVALID_REQUEST")["field"] == field, name
-    assert state(database_url, table) == before
+    assert state(api, database_url, table) == before
     assert api.patch(f"/tables/{table.id}/options", json={"set": {"k": "v"}}).status_code == 200
 
 

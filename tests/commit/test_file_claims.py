@@ -96,10 +96,10 @@ def refused(
     body: dict[str, Any],
 ) -> dict[str, Any]:
     """POST `body` to `path`; it must be a 422 that changed nothing. Returns the error body."""
-    before = (database_digest(database_url), [tree_digest(t.location) for t in tables])
+    before = (database_digest(api, database_url), [tree_digest(t.location) for t in tables])
     answer = api.post(path, json=body)
     assert answer.status_code == 422, answer.text
-    assert (database_digest(database_url), [tree_digest(t.location) for t in tables]) == before
+    assert (database_digest(api, database_url), [tree_digest(t.location) for t in tables]) == before
     for table in tables:
         assert api.get(f"/tables/{table.id}").json()["latestSnapshotId"] is None
     error: dict[str, Any] = answer.json()
@@ -247,7 +247,7 @@ def test_compacted_files_are_checked_the_same(api: TestClient, database_url: str
     after = table.pk_file(written, first_sequence=0, level=1)
     wrong = {**after, "fileSize": after["fileSize"] - 1}
     compaction = table.message(written[0], compactBefore=[deletion_of(first)], compactAfter=[wrong])
-    before = (database_digest(database_url), tree_digest(table.location))
+    before = (database_digest(api, database_url), tree_digest(table.location))
     answer = api.post(
         f"/tables/{table.id}/commits", json={"commitUser": "compactor", "messages": [compaction]}
     )
@@ -256,7 +256,7 @@ def test_compacted_files_are_checked_the_same(api: TestClient, database_url: str
         "DATA_FILE_SIZE_MISMATCH",
         "messages[0].compactAfter[0]",
     )
-    assert (database_digest(database_url), tree_digest(table.location)) == before
+    assert (database_digest(api, database_url), tree_digest(table.location)) == before
     assert api.get(f"/tables/{table.id}").json()["latestSnapshotId"] == 1
 
 

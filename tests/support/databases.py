@@ -10,10 +10,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, select, text
 
 from coordinator.db.migrate import upgrade
 from coordinator.db.models import Base
+from coordinator.services import Services
 
 PG_SERVER = os.environ.get("COORDINATOR_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432")
 
@@ -53,8 +55,11 @@ def postgres_database(prefix: str, server: str = PG_SERVER) -> Iterator[str]:
         admin.dispose()
 
 
-def database_digest(url: str) -> dict[str, list[str]]:
-    """Every row of every table the service owns, to show a request changed none."""
+def database_digest(api: TestClient, url: str) -> dict[str, list[str]]:
+    """Every row of every table the service owns, to show a request changed none; taken once the
+    finishes of the commits the service answered have run (usecases/hold_ends.py)."""
+    services: Services = api.app.state.services  # type: ignore[attr-defined]
+    services.holds.ends.settled()
     engine = create_engine(url)
     try:
         with engine.connect() as conn:

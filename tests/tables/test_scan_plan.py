@@ -220,7 +220,8 @@ def test_a_partition_is_planned_from_the_manifests_whose_stats_may_hold_it(
     string = [parse_type("STRING")]
     for dt in ("a", "b", "c"):
         fileio = CountingFileIO()
-        plan = Reads(services.engine, fileio, services.tables).files(table.id, None, json.dumps({"dt": dt}))
+        reads = Reads(services.engine, fileio, services.tables, services.holds.ends)
+        plan = reads.files(table.id, None, json.dumps({"dt": dt}))
         files = [f.model_dump(mode="json", by_alias=True) for f in plan.files()]
         assert by_path(files) == by_path(
             [f for f in old_listing(services, table.id, latest) if f["partition"]["dt"] == dt]

@@ -1,6 +1,7 @@
 """The answers of decided commits: a CommitResponse per committed member, the wire form of conflicts.
 
-Every member's answer arrives through its future once the finishing transaction ran; a member left for
+Every member's answer arrives through its future once its commit is published (the finish runs beside
+the answers, usecases/hold_ends.py); a member left for
 the next group gets none yet.
 """
 

@@ -262,14 +262,19 @@ def _advance(conn: Connection, change: TableChange) -> bool:
     )
 
 
-def finish(bookkeeping: Engine, finished: Sequence[TableDecisions], hold: Hold, now: float) -> None:
-    """One transaction after publishing, for every table the hold changed: mark the snapshots published,
-    complete the history (phase timings with their total, rejections) and release the locks; losing it
-    in a crash only means publishing again."""
+def stamp_totals(finished: Sequence[TableDecisions]) -> None:
+    """Every committed member's total time, from its request to now: once it is published, before the
+    finish (which records it) and the answer (which shows it)."""
     ended = time.perf_counter()
     for decided in finished:
         for committed in decided.committed:
             committed.member.phases.total(ended)
+
+
+def finish(bookkeeping: Engine, finished: Sequence[TableDecisions], hold: Hold, now: float) -> None:
+    """One transaction after publishing, for every table the hold changed: mark the snapshots published,
+    complete the history (phase timings with their total, stamped before: stamp_totals; rejections) and
+    release the locks; losing it in a crash only means publishing again."""
     if not any(decided.committed or decided.rejected for decided in finished):
         return
     leases = hold.leases_in_database()

@@ -8,8 +8,9 @@
     decide        each member on top of the state: a Decision value (decide)
     commit point  every head moved and every commit recorded, each table on its own (commit_point)
     publish       snapshot-N created on storage, never overwritten (publish)
-    finish        published, timings recorded, locks released (commit_point.finish)
     answers       every member's future gets its answer; logged and counted once (answers, CommitEvents)
+    finish        published, timings recorded, locks released (commit_point.finish), on an ending
+                  thread while the members are answered (usecases.hold_ends)
 
 A group commit is one table with M members, a batch several tables' groups, a multi-table transaction N
 tables with one member each, all or nothing: all are decided and committed by try_commit, with one set
@@ -21,11 +22,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 
 from coordinator.commit.answers import answer
 from coordinator.commit.batch import TableGroup
 from coordinator.commit.collaborators import Collaborators
-from coordinator.commit.commit_point import finish
+from coordinator.commit.commit_point import finish, stamp_totals
 from coordinator.commit.intake import native_intake, proposal_intake
 from coordinator.commit.member import Intake, Member, TableDecisions
 from coordinator.commit.queue import TakeGroup
@@ -170,14 +172,16 @@ class Committer:
 
     def _commit_batch(self, batch: Sequence[TableGroup]) -> None:
         """Hold every table of the batch whose lock is free (one statement), take their groups, decide and
-        commit them, finish (one statement), and answer every member; the groups of tables held
-        elsewhere are handed back to their leaders."""
+        commit them, and answer every member while the finish (one statement) ends the hold; the groups
+        of tables held elsewhere are handed back to their leaders."""
         steps = self._steps
-        with steps.holds.hold_free([g.table for g in batch], "commit") as hold:
+        with ExitStack() as holding:
+            hold = holding.enter_context(steps.holds.hold_free([g.table for g in batch], "commit"))
             acquired = time.perf_counter()
             held = [g for g in batch if g.table.id in hold.leases]
             steps.metrics.batch_tables.observe(len(held))
-            decided = self._commit_held(hold, [(g.table, self._taken(g.take, acquired)) for g in held])
+            parts = [(g.table, self._taken(g.take, acquired)) for g in held]
+            decided = self._commit_held(holding, hold, parts)
         for table_decisions in decided:
             answer(table_decisions)
         for group in held:
@@ -187,20 +191,27 @@ class Committer:
                 group.later.set_result(None)  # its lock is busy: its leader holds it alone
 
     def _lead_alone(self, table: Table, take: TakeGroup) -> list[Member]:
-        """Hold the table, waiting for its lock, then take the group; decide and commit it, finish, and
-        answer every member. Returns the members left for the next group."""
+        """Hold the table, waiting for its lock, then take the group; decide and commit it, and answer
+        every member while the finish ends the hold. Returns the members left for the next group."""
         steps = self._steps
-        with steps.holds.hold([table], "commit") as hold:
-            decided = self._commit_held(hold, [(table, self._taken(take, time.perf_counter()))])
+        with ExitStack() as holding:
+            hold = holding.enter_context(steps.holds.hold([table], "commit"))
+            decided = self._commit_held(holding, hold, [(table, self._taken(take, time.perf_counter()))])
         for table_decisions in decided:
             answer(table_decisions)
         return [m for d in decided for m in d.later]
 
-    def _commit_held(self, hold: Hold, parts: list[tuple[Table, list[Member]]]) -> list[TableDecisions]:
-        """The held tables' members decided and committed, each table on its own, and the finish (which
-        releases the locks); answered by the caller once the hold is over."""
+    def _commit_held(
+        self, holding: ExitStack, hold: Hold, parts: list[tuple[Table, list[Member]]]
+    ) -> list[TableDecisions]:
+        """The held tables' members decided and committed, each table on its own; then the hold, entered
+        in `holding`, ends on an ending thread with the finish (which releases the locks) while the
+        caller answers (usecases/hold_ends.py)."""
+        steps = self._steps
         decided = self._try_commit.run(hold, parts, atomic=False) if parts else []
-        finish(self._steps.bookkeeping, decided, hold, self._steps.clock.now())
+        stamp_totals(decided)
+        now = steps.clock.now
+        steps.holds.end_later(holding, hold, lambda: finish(steps.bookkeeping, decided, hold, now()))
         return decided
 
     def _taken(self, take: TakeGroup, acquired: float) -> list[Member]:
@@ -235,6 +246,7 @@ class Committer:
             decided = self._try_commit.run(hold, [(p.table, [p.member]) for p in parts], atomic=True)
             response = transaction_answer(parts, decided)
             if not response.deduplicated:
+                stamp_totals(decided)
                 finish(steps.bookkeeping, decided, hold, steps.clock.now())
         publish = sum(p.member.phases.timings.get("publish", 0.0) for p in parts)
         timings.update(
@@ -251,8 +263,9 @@ class Committer:
         table = steps.tables.get(table_id)
         if not steps.catch_up.head_overwritten(table, latest):
             return False
-        with steps.holds.hold([table], "commit") as hold:
-            self._commit_held(hold, [(table, [])])  # no members: the catch-up takes the head back
+        with ExitStack() as holding:
+            hold = holding.enter_context(steps.holds.hold([table], "commit"))
+            self._commit_held(holding, hold, [(table, [])])  # no members: the catch-up takes the head back
         return True
 
     def recover(self) -> list[str]:

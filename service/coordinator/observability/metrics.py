@@ -109,7 +109,8 @@ class Metrics:
         self.post_commit_failures = Counter(
             "coordinator_post_commit_failures",
             "Work after a commit was decided that failed, by step (retention, commit-log: its log line "
-            "and counters); the commit's answer did not change.",
+            "and counters, finish: snapshots marked published, locks released); the commit's answer "
+            "did not change.",
             ["step"],
             registry=r,
         )

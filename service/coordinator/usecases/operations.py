@@ -19,6 +19,7 @@ from coordinator.errors import LockNotFound, PathOutsideTable
 from coordinator.locks.base import LockBackend
 from coordinator.observability.metrics import Metrics
 from coordinator.usecases import path_refusals
+from coordinator.usecases.hold_ends import HoldEnds
 from coordinator.usecases.reads import commit_record
 from coordinator.usecases.tables import TABLE_LOCK_PREFIX
 from coordinator_client.models import (
@@ -43,10 +44,17 @@ def table_of_lock(lock_id: str) -> str | None:
 
 class Operations:
     def __init__(
-        self, engine: Engine, locks: LockBackend, in_flight: InFlight, audit: AuditLog, metrics: Metrics
+        self,
+        engine: Engine,
+        locks: LockBackend,
+        ends: HoldEnds,
+        in_flight: InFlight,
+        audit: AuditLog,
+        metrics: Metrics,
     ) -> None:
         self._engine = engine
         self._locks = locks
+        self._ends = ends
         self._in_flight = in_flight
         self._audit = audit
         self._metrics = metrics
@@ -66,6 +74,7 @@ class Operations:
                     )
                 )
         locks = []
+        self._ends.settled()  # the locks of commits answered here are released
         for held in self._locks.held():
             table_id = table_of_lock(held.lock_id)
             if scope is not None and (table_id is None or not scope.covers(table_id)):

@@ -12,6 +12,7 @@ from coordinator.db.repositories import live_files as index
 from coordinator.domain.committable import OverwriteTarget, partition_spec_target
 from coordinator.errors import InvalidRequest, SnapshotNotFound
 from coordinator.storage.fileio import FileIO
+from coordinator.usecases.hold_ends import HoldEnds
 from coordinator.usecases.manifests import ManifestStore
 from coordinator.usecases.scan_plan import ScanPlan
 from coordinator.usecases.scan_plan import plan as plan_scan
@@ -30,10 +31,11 @@ from paimon_format.snapshot import Snapshot
 
 
 class Reads:
-    def __init__(self, engine: Engine, fileio: FileIO, tables: Tables) -> None:
+    def __init__(self, engine: Engine, fileio: FileIO, tables: Tables, ends: HoldEnds) -> None:
         self._engine = engine
         self._fileio = fileio
         self._tables = tables
+        self._ends = ends
 
     def snapshot(self, table_id: str, snapshot_id: int | None) -> Snapshot:
         """One snapshot (the latest when `snapshot_id` is None).
@@ -154,6 +156,7 @@ class Reads:
         self, table_id: str, *, limit: int, search: repo.HistoryFilter | None = None
     ) -> list[CommitRecordModel]:
         table = self._tables.get(table_id)
+        self._ends.settled([table.id])  # the timings and rejections of commits answered here are recorded
         with self._engine.connect() as conn:
             stored = repo.list_commits(conn, table.id, limit, search=search)
         return [commit_record(c) for c in stored]
@@ -170,6 +173,7 @@ class Reads:
         commitUser and identifier answers.
         """
         table = self._tables.get(table_id)
+        self._ends.settled([table.id])  # a rejection answered here is recorded
         with self._engine.connect() as conn:
             if idempotency_key is not None:
                 found = repo.find_by_idempotency_key(conn, table.id, idempotency_key)

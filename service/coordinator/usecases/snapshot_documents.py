@@ -48,7 +48,8 @@ class SnapshotDocuments:
         A snapshot the commit point recorded but has not published yet is not answered: Paimon's clients
         read snapshot files by id (their check for their own commit after a failed attempt fails on a
         missing one), so they are told of the newest published snapshot, and their commit on top of it
-        is answered `success: false` until they see the new one.
+        is answered `success: false` until they see the new one. Published means on storage: a commit is
+        answered before its row is marked (usecases/hold_ends.py), and its writer reads it back at once.
 
         Raises:
             TableNotFound, SnapshotNotFound: the table has no snapshot yet.
@@ -60,7 +61,7 @@ class SnapshotDocuments:
             if row.latest_snapshot_id == 0:
                 raise SnapshotNotFound(f"table {table_id} has no snapshot yet")
             stored = repo.get_snapshot(conn, table_id, row.latest_snapshot_id)
-            if stored is not None and not stored.published:
+            if stored is not None and not self._published(table_id, stored):
                 stored = repo.latest_published(conn, table_id)
                 if stored is None:
                     raise SnapshotNotFound(f"table {table_id} has no published snapshot yet")
@@ -121,15 +122,26 @@ class SnapshotDocuments:
             stored = repo.list_snapshots(conn, table.id, limit + 1, before)
         more = len(stored) > limit
         # Only the newest can be unpublished still (snapshots are published in order).
-        page = [_document(s.body) for s in stored[:limit] if s.published]
+        page = [_document(s.body) for s in stored[:limit] if self._published(table.id, s)]
         return page, stored[limit - 1].snapshot_id if more else None
 
     def _recorded(self, table_id: str, snapshot_id: int) -> SnapshotDocument:
         with read_only(self._engine) as conn:
             stored = repo.get_snapshot(conn, table_id, snapshot_id)
-        if stored is None or not stored.published:
+        if stored is None or not self._published(table_id, stored):
             raise SnapshotNotFound(f"snapshot {snapshot_id} of {table_id} does not exist (or has expired)")
         return _document(stored.body)
+
+    def _published(self, table_id: str, stored: repo.StoredSnapshot) -> bool:
+        """Marked published, or not yet marked while snapshot-N on storage holds its text (written, and
+        its finish still to come or lost in a crash; not a snapshot an outside writer put under its id)."""
+        if stored.published:
+            return True
+        try:
+            on_storage = self._fileio.read(self._tables.cached(table_id).layout.snapshot(stored.snapshot_id))
+        except (FileNotFoundError, TableNotFound):
+            return False
+        return on_storage.decode() == stored.body
 
     def _file(self, table_id: str, snapshot_id: int) -> str:
         table = self._tables.get(table_id)

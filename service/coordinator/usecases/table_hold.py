@@ -24,6 +24,7 @@ from coordinator.errors import CommitConflict
 from coordinator.locks.base import Lease, LockBackend, process_owner
 from coordinator.locks.renewal import LeaseKeeper
 from coordinator.observability.metrics import Metrics
+from coordinator.usecases.hold_ends import HoldEnds
 from coordinator.usecases.tables import Table
 from coordinator_client.models import ConflictModel
 
@@ -155,6 +156,7 @@ class TableHolds:
         self._metrics = metrics
         self._clock = clock
         self._instance = process_owner()
+        self.ends = HoldEnds(metrics)
 
     @contextmanager
     def hold(self, tables: Sequence[Table], holder: Holder) -> Iterator[Hold]:
@@ -168,6 +170,7 @@ class TableHolds:
         """
         owner = self._owner(holder)
         deadline = time.monotonic() + self.acquire_timeout
+        self.ends.settled([t.id for t in tables])
 
         def acquire(hold: Hold, keepers: ExitStack) -> None:
             for table in sorted(tables, key=lambda t: t.id):
@@ -187,6 +190,7 @@ class TableHolds:
             CommitConflict: LOCK_LOST.
         """
         owner = self._owner(holder)
+        self.ends.settled([t.id for t in tables])
 
         def acquire(hold: Hold, keepers: ExitStack) -> None:
             by_lock = {table.lock_id: table for table in tables}
@@ -195,6 +199,21 @@ class TableHolds:
 
         with self._holding(holder, acquire) as hold:
             yield hold
+
+    def end_later(self, holding: ExitStack, hold: Hold, finish: Callable[[], None]) -> None:
+        """End the hold entered in `holding` on an ending thread: `finish`, then the hold's end (its locks
+        released unless `finish` released them); its tables are ending here until then (hold_ends.py)."""
+        ending = holding.pop_all()
+
+        def end() -> None:
+            with ending:
+                finish()
+
+        self.ends.end_later(list(hold.leases), end)
+
+    def close(self) -> None:
+        """Every hold still ending here ends first."""
+        self.ends.close()
 
     def _owner(self, holder: Holder) -> str:
         return f"{self._instance}{'' if holder == 'commit' else f'-{holder}'}-{uuid.uuid4().hex[:12]}"
