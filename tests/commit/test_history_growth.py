@@ -201,3 +201,68 @@ def test_a_rest_commit_probes_history_instead_of_walking_it(live_server: LiveSer
     assert len(statements) >= 3, statements
     assert not (walks := walks_of(services, statements)), json.dumps(walks, indent=1)
     assert [r["id"] for r in read_rows(catalog.get_table(table_id))] == [0, 1, 2, 3]
+
+
+def page_sorts(services: Services, statement: str, parameters: Any) -> list[str]:
+    """How the history page's statement reads commits out of order: a sort of the table's rows, or a
+    read through another index than the table's history in id order."""
+    with services.engine.connect() as conn, conn.begin() as transaction:
+        if services.engine.dialect.name == "sqlite":
+            details = [row[-1] for row in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)]
+            transaction.rollback()
+            in_order = any(
+                "USING INDEX ix_commits_table_history (table_id>? AND table_id<?)" in d for d in details
+            )
+            return [d for d in details if "TEMP B-TREE" in d] + ([] if in_order else details)
+        conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
+        plan = conn.exec_driver_sql("EXPLAIN (FORMAT JSON) " + statement, parameters).scalar_one()
+        transaction.rollback()
+    found: list[str] = []
+
+    def visit(node: dict[str, Any]) -> None:
+        if node["Node Type"] == "Sort":
+            found.append(f"Sort by {node.get('Sort Key')}")
+        if node.get("Relation Name") == "commits" and node.get("Index Name") != "ix_commits_table_history":
+            found.append(f"{node['Node Type']} on commits ({node.get('Index Name')})")
+        for child in node.get("Plans", []):
+            visit(child)
+
+    visit(plan[0]["Plan"])
+    return found
+
+
+def test_a_commits_outcome_and_the_history_page_are_read_without_walking_history(api: TestClient) -> None:
+    """How a client resolves a timeout (the outcome of a commit never received, or rejected) and the
+    history page of the ops pages, on the same 20,000 rows of history."""
+    services: Services = api.app.state.services  # type: ignore[attr-defined]
+    suffix = uuid.uuid4().hex[:6]
+    options = {"options": {WRITE_ONLY: "true"}}
+    table = create_table(api, "growth", f"t_{suffix}", {"id": "BIGINT"}, **options)
+    other = create_table(api, "growth", f"o_{suffix}", {"id": "BIGINT"}, **options)
+    commit_one_file(api, table, 1)
+    with_history(services, table.id, other.id)
+    conflict = json.dumps({"type": "LATEST_SNAPSHOT_MOVED", "message": "moved", "retryable": True})
+    with services.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO commits (table_id, commit_user, identifier, outcome, snapshots, timings, "
+                "conflict, created_at, action) VALUES (:t, 'stream', 7, 'rejected', '[]', '{}', :c, 1.0, "
+                "'commit')"
+            ),
+            {"t": table.id, "c": conflict},
+        )
+    outcome = f"/tables/{table.id}/commits/stream"
+
+    with captured(services) as statements:
+        assert api.get(f"{outcome}/999999").json()["status"] == "unknown"
+        rejected = api.get(f"{outcome}/7").json()
+        assert (rejected["status"], rejected["conflict"]["type"]) == ("rejected", "LATEST_SNAPSHOT_MOVED")
+        assert api.get(f"{outcome}/1").json()["status"] == "committed"
+    assert len(statements) >= 5, statements  # committed? then the latest attempt, for the first two
+    assert not (walks := walks_of(services, statements)), json.dumps(walks, indent=1)
+
+    with captured(services) as statements:
+        page = api.get(f"/tables/{table.id}/commits", params={"limit": 5}).json()["commits"]
+    assert [c["identifier"] for c in page] == [7, HISTORY, HISTORY - 1, HISTORY - 2, HISTORY - 3]
+    [(statement, parameters)] = [s for s in statements if "ORDER BY" in s[0]]
+    assert not (sorts := page_sorts(services, statement, parameters)), (sorts, statement)

@@ -162,9 +162,7 @@ class CommitRow(Base):
     __tablename__ = "commits"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    table_id: Mapped[str] = mapped_column(
-        String(256), ForeignKey("paimon_tables.id", ondelete="CASCADE"), index=True
-    )
+    table_id: Mapped[str] = mapped_column(String(256), ForeignKey("paimon_tables.id", ondelete="CASCADE"))
     commit_user: Mapped[str] = mapped_column(String(200))
     identifier: Mapped[int] = mapped_column(BigInteger)
     outcome: Mapped[str] = mapped_column(String(16))
@@ -212,6 +210,19 @@ class CommitRow(Base):
             unique=True,
             postgresql_where=text("idempotency_key IS NOT NULL"),
             sqlite_where=text("idempotency_key IS NOT NULL"),
+        ),
+        # The history page, newest first: read from the end of the table's run, never sorted.
+        Index("ix_commits_table_history", "table_id", "id"),
+        # The attempts that did not commit, of one (commitUser, identifier): a commit's outcome without a
+        # committed row is a probe. A commit that succeeds writes nothing to it.
+        Index(
+            "ix_commits_attempts",
+            "table_id",
+            "commit_user",
+            "identifier",
+            "id",
+            postgresql_where=text("outcome <> 'committed'"),
+            sqlite_where=text("outcome <> 'committed'"),
         ),
     )
 

@@ -27,6 +27,8 @@ from paimon_format.snapshot import BATCH_IDENTIFIER
 # statement's generic plan can use a partial index only where the query states its predicate, and a
 # bound parameter states nothing. Without them a commit's lookups walked the table's whole history.
 COMMITTED = CommitRow.outcome == literal_column("'committed'")
+NOT_COMMITTED: ColumnElement[bool] = CommitRow.outcome != literal_column("'committed'")
+"""The predicate of ix_commits_attempts, as a literal: rejected, overwritten, maintenance rows."""
 NAMED: ColumnElement[bool] = CommitRow.identifier != literal_column(str(BATCH_IDENTIFIER))
 """A commit with an identifier of its own: found by (table, commitUser, identifier)."""
 IN_BATCH: ColumnElement[bool] = CommitRow.identifier == literal_column(str(BATCH_IDENTIFIER))
@@ -99,6 +101,8 @@ def find_committed(
 def find_latest_attempt(
     conn: Connection, table_id: str, commit_user: str, identifier: int
 ) -> StoredCommit | None:
+    """The latest attempt of (commitUser, identifier) that did not commit (rejected, or overwritten by an
+    outside writer): asked once find_committed found none, through ix_commits_attempts."""
     row = first(
         conn,
         select(CommitRow.__table__)
@@ -106,6 +110,7 @@ def find_latest_attempt(
             CommitRow.table_id == table_id,
             CommitRow.commit_user == commit_user,
             CommitRow.identifier == identifier,
+            NOT_COMMITTED,
             CommitRow.action == "commit",
         )
         .order_by(CommitRow.id.desc())
@@ -258,9 +263,18 @@ def list_commits(
     search: HistoryFilter | None = None,
 ) -> list[StoredCommit]:
     """Newest first, of one table or (None) of all tables, inside `scope` if given, matching `search`."""
-    query = select(CommitRow.__table__).order_by(CommitRow.id.desc()).limit(limit)
-    if table_id is not None:
-        query = query.where(CommitRow.table_id == table_id)
+    query = select(CommitRow.__table__).limit(limit)
+    if table_id is None:
+        query = query.order_by(CommitRow.id.desc())
+    else:
+        # The page is the end of the table's run of ix_commits_table_history. Asked as `table_id = :t
+        # ORDER BY id`, PostgreSQL may read the primary key back from the newest row of the catalog
+        # instead, filtering out every newer row of the other tables: it does when the table holds a
+        # large share of the history, however long ago it was written. As a range, the table stays part
+        # of the order, which only this index gives without a sort.
+        query = query.where(CommitRow.table_id.between(table_id, table_id)).order_by(
+            CommitRow.table_id.desc(), CommitRow.id.desc()
+        )
     if search is not None and search.user_prefix:
         # Escaped: a `%` or `_` in a commit user is that character, not a wildcard.
         query = query.where(CommitRow.commit_user.startswith(search.user_prefix, autoescape=True))
