@@ -37,28 +37,34 @@ SLOW_FINISH_SECONDS = 2.0
 AUTH = {"Authorization": "Bearer any-token"}
 
 
+SLOW = f"PERFORM pg_sleep({SLOW_FINISH_SECONDS}); RETURN NEW;"
+"""The trigger's body that holds the finish SLOW_FINISH_SECONDS."""
+FAILING = "RAISE EXCEPTION 'the finish fails here';"
+"""The trigger's body that makes the finish fail."""
+
+
 @contextmanager
-def slow_finish(database_url: str) -> Iterator[None]:
-    """Every update of a history row (the finish's timings) sleeps SLOW_FINISH_SECONDS until the end."""
+def in_the_finish(database_url: str, body: str) -> Iterator[None]:
+    """Every update of a history row (which only the finish makes: the commits' timings) runs `body`,
+    PL/pgSQL, until the block ends."""
     with engine_of(database_url) as engine, engine.begin() as conn:
         conn.execute(
             text(
-                "CREATE FUNCTION slow_finish() RETURNS trigger LANGUAGE plpgsql AS "
-                f"$$ BEGIN PERFORM pg_sleep({SLOW_FINISH_SECONDS}); RETURN NEW; END $$"
+                f"CREATE FUNCTION in_the_finish() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN {body} END $$"
             )
         )
         conn.execute(
             text(
-                "CREATE TRIGGER slow_finish BEFORE UPDATE ON commits "
-                "FOR EACH ROW EXECUTE FUNCTION slow_finish()"
+                "CREATE TRIGGER in_the_finish BEFORE UPDATE ON commits "
+                "FOR EACH ROW EXECUTE FUNCTION in_the_finish()"
             )
         )
     try:
         yield
     finally:
         with engine_of(database_url) as engine, engine.begin() as conn:
-            conn.execute(text("DROP TRIGGER slow_finish ON commits"))
-            conn.execute(text("DROP FUNCTION slow_finish()"))
+            conn.execute(text("DROP TRIGGER in_the_finish ON commits"))
+            conn.execute(text("DROP FUNCTION in_the_finish()"))
 
 
 @contextmanager
@@ -103,7 +109,7 @@ def test_the_answer_does_not_wait_for_the_finish_and_reads_see_the_commit(
         first = http.post(f"/tables/{table.id}/commits", json=one_file(table, 1))
         assert first.status_code == 201, first.text
 
-        with slow_finish(database_url):
+        with in_the_finish(database_url, SLOW):
             asked = time.monotonic()
             second = http.post(f"/tables/{table.id}/commits", json=one_file(table, 2))
             answered = time.monotonic() - asked
@@ -134,30 +140,6 @@ def test_the_answer_does_not_wait_for_the_finish_and_reads_see_the_commit(
     assert pypaimon_rows(settings.warehouse, table.id) == [{"id": 1}, {"id": 2}, {"id": 3}]
 
 
-@contextmanager
-def failing_finish(database_url: str) -> Iterator[None]:
-    """Every update of a history row (the finish's timings) fails until the end."""
-    with engine_of(database_url) as engine, engine.begin() as conn:
-        conn.execute(
-            text(
-                "CREATE FUNCTION failing_finish() RETURNS trigger LANGUAGE plpgsql AS "
-                "$$ BEGIN RAISE EXCEPTION 'the finish fails here'; END $$"
-            )
-        )
-        conn.execute(
-            text(
-                "CREATE TRIGGER failing_finish BEFORE UPDATE ON commits "
-                "FOR EACH ROW EXECUTE FUNCTION failing_finish()"
-            )
-        )
-    try:
-        yield
-    finally:
-        with engine_of(database_url) as engine, engine.begin() as conn:
-            conn.execute(text("DROP TRIGGER failing_finish ON commits"))
-            conn.execute(text("DROP FUNCTION failing_finish()"))
-
-
 def finish_failures(http: httpx.Client) -> float:
     for line in http.get("/metrics").text.splitlines():
         if line.startswith('coordinator_post_commit_failures_total{step="finish"}'):
@@ -172,7 +154,7 @@ def test_a_failed_finish_leaves_the_commit_standing_and_the_table_free(
         table = create_table(http, "db", f"t_{uuid.uuid4().hex[:8]}", {"id": "BIGINT"})
         assert http.post(f"/tables/{table.id}/commits", json=one_file(table, 1)).status_code == 201
 
-        with failing_finish(database_url):
+        with in_the_finish(database_url, FAILING):
             second = http.post(f"/tables/{table.id}/commits", json=one_file(table, 2))
             assert second.status_code == 201, second.text
             deadline = time.monotonic() + 10

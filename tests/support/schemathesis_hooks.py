@@ -5,9 +5,11 @@ Before each call the fuzzed table is created again if an earlier call dropped it
 file, its size and modification time) and the database rows that are a table's state (tables,
 databases, snapshots, history, tokens, audit, the event outbox) are taken before and after the call. The check
 `refused_requests_change_nothing` fails a 4xx that changed either; a 409 may record its rejection in the
-history by design (a commit conflict is history), so for it only storage is compared. The lock table
-and the live-file index are bookkeeping: a refused commit may take and free the lock, or rebuild the
-index, and neither is the table's state. `no_server_error` fails any 5xx but a 501 the operation
+history by design (a commit conflict is history), so for it only storage is compared. After a call that
+succeeded, or a 409, GET /locks comes before the state is taken: it waits for the finish of a commit the
+service answered (the published mark, the timings, a rejection's row), which runs after the answer. The
+lock table and the live-file index are bookkeeping: a refused commit may take and free the lock, or
+rebuild the index, and neither is the table's state. `no_server_error` fails any 5xx but a 501 the operation
 documents.
 """
 
@@ -106,6 +108,10 @@ def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
 @schemathesis.hook
 def after_call(context: Any, case: Any, response: Any) -> None:
     global _current
+    if response.status_code < 400 or response.status_code == 409:
+        # A commit is answered before its finish (usecases/hold_ends.py); the service's GET /locks waits
+        # for the finishes of the commits it answered, so the state taken next is the call's whole work.
+        httpx.get(f"{SERVER}/locks", timeout=60).raise_for_status()
     _current = state()
     if case.id in _calls:
         _calls[case.id] = (_calls[case.id][0], _current)
