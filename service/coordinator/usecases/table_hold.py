@@ -209,7 +209,7 @@ class TableHolds:
             with ending:
                 finish()
 
-        self.ends.end_later(list(hold.leases), end)
+        self.ends.end_later(hold.leases, end)
 
     def close(self) -> None:
         """Every hold still ending here ends first."""
